@@ -1,0 +1,180 @@
+//! Tables and column families: the admin surface, named as `cbt` names it.
+//!
+//! Every change writes the manifest before it is published, under the
+//! commit lock, so it is ordered with writes: a row mutation committed
+//! before `delete_family` is deleted with the family; one committed after
+//! fails with `NotFound`. A deleted family's id is never reused, so
+//! re-creating it starts empty.
+
+use super::{Core, Db, Table};
+use crate::manifest::{self, FamilyMeta, ManifestState, TableMeta};
+use crate::model::{FamilySchema, GcRule, TableSchema, validate_family_name, validate_table_name};
+use crate::{Error, Result};
+
+impl Db {
+    /// Creates table `name` with `families` and returns a handle to it.
+    ///
+    /// # Errors
+    /// `Error::AlreadyExists` if the table exists; `Error::InvalidArgument`
+    /// for a bad table or family name, a repeated family or a bad GC rule.
+    pub fn create_table<F: Into<String>>(
+        &self,
+        name: &str,
+        families: impl IntoIterator<Item = (F, GcRule)>,
+    ) -> Result<Table> {
+        validate_table_name(name)?;
+        let families: Vec<(String, GcRule)> = families.into_iter().map(|(f, r)| (f.into(), r)).collect();
+        for (i, (f, rule)) in families.iter().enumerate() {
+            validate_family_name(f)?;
+            rule.validate()?;
+            if families[..i].iter().any(|(g, _)| g == f) {
+                return Err(Error::InvalidArgument(format!("column family {f:?} is listed twice")));
+            }
+        }
+        self.core().update_schema(|m| {
+            if m.tables.iter().any(|t| t.name == name) {
+                return Err(Error::AlreadyExists { kind: "table", name: name.to_owned() });
+            }
+            let id = m.next_table;
+            m.next_table += 1;
+            m.tables.push(TableMeta { id, name: name.to_owned(), families: Vec::new() });
+            for (f, rule) in &families {
+                add_family(m, id, f, rule.clone())?;
+            }
+            Ok(())
+        })?;
+        self.table(name)
+    }
+
+    /// Adds family `family` to `table`.
+    ///
+    /// # Errors
+    /// `Error::NotFound` for an unknown table, `Error::AlreadyExists` if the
+    /// family exists, `Error::InvalidArgument` for a bad name or rule.
+    pub fn create_family(&self, table: &str, family: &str, gc_rule: GcRule) -> Result<()> {
+        validate_family_name(family)?;
+        gc_rule.validate()?;
+        self.core().update_schema(|m| {
+            let id = table_mut(m, table)?.id;
+            add_family(m, id, family, gc_rule)
+        })
+    }
+
+    /// Replaces the GC rule of `table:family`; reads apply it at once.
+    ///
+    /// # Errors
+    /// `Error::NotFound` for an unknown table or family, `Error::InvalidArgument`
+    /// for a bad rule.
+    pub fn set_gc_rule(&self, table: &str, family: &str, gc_rule: GcRule) -> Result<()> {
+        gc_rule.validate()?;
+        self.core().update_schema(|m| {
+            let t = table_mut(m, table)?;
+            let f = t.families.iter_mut().find(|f| f.name == family);
+            f.ok_or_else(|| Error::family_not_found(table, family))?.gc_rule = gc_rule;
+            Ok(())
+        })
+    }
+
+    /// Deletes `table:family` and all its cells.
+    ///
+    /// # Errors
+    /// `Error::NotFound` for an unknown table or family.
+    pub fn delete_family(&self, table: &str, family: &str) -> Result<()> {
+        self.core().update_schema(|m| {
+            let t = table_mut(m, table)?;
+            let i = t.families.iter().position(|f| f.name == family);
+            let store = t.families.remove(i.ok_or_else(|| Error::family_not_found(table, family))?).store;
+            m.ssts.retain(|s| s.store != store);
+            Ok(())
+        })
+    }
+
+    /// Deletes `table` and all its cells.
+    ///
+    /// # Errors
+    /// `Error::NotFound` for an unknown table.
+    pub fn delete_table(&self, table: &str) -> Result<()> {
+        self.core().update_schema(|m| {
+            let i = m.tables.iter().position(|t| t.name == table).ok_or_else(|| Error::table_not_found(table))?;
+            let t = m.tables.remove(i);
+            m.ssts.retain(|s| !t.families.iter().any(|f| f.store == s.store));
+            Ok(())
+        })
+    }
+
+    /// Names of the tables, sorted.
+    pub fn list_tables(&self) -> Result<Vec<String>> {
+        let mut names: Vec<String> = self.core().current().schema.tables.iter().map(|t| t.name.clone()).collect();
+        names.sort();
+        Ok(names)
+    }
+
+    /// The schema of `table`.
+    ///
+    /// # Errors
+    /// `Error::NotFound` for an unknown table.
+    pub fn table_schema(&self, table: &str) -> Result<TableSchema> {
+        let sv = self.core().current();
+        let t = sv.schema.table(table).ok_or_else(|| Error::table_not_found(table))?;
+        Ok(TableSchema {
+            name: t.name.clone(),
+            families: t
+                .families
+                .iter()
+                .map(|f| FamilySchema { name: f.name.clone(), gc_rule: f.gc_rule.clone() })
+                .collect(),
+        })
+    }
+
+    /// A handle to `table`.
+    ///
+    /// # Errors
+    /// `Error::NotFound` for an unknown table.
+    pub fn table(&self, name: &str) -> Result<Table> {
+        let sv = self.core().current();
+        let t = sv.schema.table(name).ok_or_else(|| Error::table_not_found(name))?;
+        Ok(Table::new(self.clone(), t.id, name))
+    }
+}
+
+fn table_mut<'a>(m: &'a mut ManifestState, name: &str) -> Result<&'a mut TableMeta> {
+    m.tables.iter_mut().find(|t| t.name == name).ok_or_else(|| Error::table_not_found(name))
+}
+
+/// Adds a family with a fresh store id, keeping families in name order.
+fn add_family(m: &mut ManifestState, table: u32, family: &str, gc_rule: GcRule) -> Result<()> {
+    let store = m.next_store;
+    let t = m.tables.iter_mut().find(|t| t.id == table).ok_or_else(|| Error::table_not_found(family))?;
+    if t.families.iter().any(|f| f.name == family) {
+        return Err(Error::AlreadyExists { kind: "column family", name: format!("{}:{family}", t.name) });
+    }
+    t.families.push(FamilyMeta { name: family.to_owned(), store, gc_rule });
+    t.families.sort_by(|a, b| a.name.cmp(&b.name));
+    m.next_store += 1;
+    Ok(())
+}
+
+impl Core {
+    /// Applies `change` to a copy of the durable state, writes it as the
+    /// manifest, then publishes it. Files no longer listed become obsolete
+    /// (deleted once no read holds them).
+    fn update_schema<T>(&self, change: impl FnOnce(&mut ManifestState) -> Result<T>) -> Result<T> {
+        self.check_open()?;
+        let cs = self.commit.lock();
+        let mut st = self.state.lock();
+        let mut next = st.manifest.clone();
+        let out = change(&mut next)?;
+        manifest::write(&*self.fs, &self.dir, &next)?;
+        st.manifest = next;
+        let live: std::collections::HashSet<u64> = st.manifest.ssts.iter().map(|s| s.file).collect();
+        st.handles.retain(|file, h| {
+            let keep = live.contains(file);
+            if !keep {
+                h.mark_obsolete();
+            }
+            keep
+        });
+        self.install(&st, cs.mem.clone());
+        Ok(out)
+    }
+}

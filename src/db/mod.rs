@@ -1,0 +1,212 @@
+//! The engine: a database directory opened for reading and writing.
+//!
+//! Split by path: [`open`] (recovery), [`write`] (group commit into log and
+//! memtable), [`flush`] (memtables to SSTables on a background thread),
+//! [`admin`] (tables and families), [`read`] (row scans), [`stats`].
+//! `docs/architecture.md` follows a write and a read through them.
+//!
+//! Locks, always taken in this order: `commit` (one writer group, schema
+//! change or memtable switch at a time), then `state` (the durable state and
+//! the flush queue), then `current` (the published [`SuperVersion`]). Reads
+//! take only a read lock on `current`, for the time of an `Arc` clone.
+
+mod admin;
+mod flush;
+mod open;
+mod read;
+mod stats;
+mod table;
+mod version;
+mod write;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+pub use read::{ReadRows, RowIter};
+pub use stats::{FamilyStats, RecoveryReport, Stats, TableStats};
+pub use table::Table;
+
+use crate::cache::BlockCache;
+use crate::fs::{FileLock, Fs};
+use crate::manifest::ManifestState;
+use crate::memtable::Memtable;
+use crate::options::Options;
+use crate::wal::WalWriter;
+use crate::{Error, Result};
+use version::{Schema, SstHandle, SuperVersion};
+use write::WriteQueue;
+
+/// An open database. Cheap to clone; every clone is the same database.
+/// Background work stops when the last clone (and the last [`Table`]) is
+/// dropped, or at [`Db::close`].
+#[derive(Clone)]
+pub struct Db {
+    handle: Arc<DbHandle>,
+}
+
+/// Owns the background thread; dropping it stops the engine.
+struct DbHandle {
+    core: Arc<Core>,
+    flusher: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// The state shared by every handle and the background thread.
+pub(crate) struct Core {
+    dir: PathBuf,
+    opts: Options,
+    fs: Arc<dyn Fs>,
+    cache: Arc<BlockCache>,
+    _lock: FileLock,
+    commit: Mutex<CommitState>,
+    queue: Mutex<WriteQueue>,
+    queue_cv: Condvar,
+    state: Mutex<EngineState>,
+    state_cv: Condvar,
+    current: RwLock<Arc<SuperVersion>>,
+    visible_seq: AtomicU64,
+    closed: AtomicBool,
+    recovery: RecoveryReport,
+    counters: stats::Counters,
+}
+
+/// What the write path owns: the log, the memtable taking writes, the next
+/// sequence number, and whether an earlier failure forbids writing.
+pub(crate) struct CommitState {
+    wal: WalWriter,
+    mem: Arc<Memtable>,
+    next_seq: u64,
+    poisoned: Option<String>,
+}
+
+/// The durable state and the flush queue.
+pub(crate) struct EngineState {
+    manifest: ManifestState,
+    handles: std::collections::HashMap<u64, Arc<SstHandle>>,
+    /// Frozen memtables, oldest first.
+    imm: Vec<Arc<Memtable>>,
+    bg_error: Option<Error>,
+    shutting_down: bool,
+}
+
+impl Db {
+    /// Opens (creating if missing) the database in `path` with default options.
+    ///
+    /// # Errors
+    /// See [`Options::open`].
+    pub fn open(path: impl AsRef<Path>) -> Result<Db> {
+        Options::default().open(path)
+    }
+
+    pub(crate) fn open_with(path: &Path, opts: Options) -> Result<Db> {
+        let core = Arc::new(open::recover(path, opts)?);
+        let bg = core.clone();
+        let flusher = std::thread::Builder::new()
+            .name("cellardb-flush".into())
+            .spawn(move || flush::flusher_loop(&bg))
+            .map_err(|e| Error::io(path, e))?;
+        Ok(Db { handle: Arc::new(DbHandle { core, flusher: Mutex::new(Some(flusher)) }) })
+    }
+
+    pub(crate) fn core(&self) -> &Arc<Core> {
+        &self.handle.core
+    }
+
+    /// The database's directory.
+    pub fn path(&self) -> &Path {
+        &self.core().dir
+    }
+
+    /// Freezes the memtable and waits until every frozen memtable is in SSTables.
+    ///
+    /// # Errors
+    /// `Error::Closed` after close; the background error if a flush failed.
+    pub fn flush(&self) -> Result<()> {
+        self.core().flush()
+    }
+
+    /// Stops background work and syncs the log. Later writes fail with
+    /// `Error::Closed`. Dropping every handle does the same, silently.
+    ///
+    /// # Errors
+    /// `Error::Io` if the final log sync fails.
+    pub fn close(&self) -> Result<()> {
+        self.handle.shutdown()
+    }
+}
+
+impl DbHandle {
+    fn shutdown(&self) -> Result<()> {
+        let core = &self.core;
+        let first = !core.closed.swap(true, Ordering::AcqRel);
+        {
+            let mut st = core.state.lock();
+            st.shutting_down = true;
+            core.state_cv.notify_all();
+        }
+        if let Some(t) = self.flusher.lock().take() {
+            let _ = t.join();
+        }
+        if first {
+            let mut cs = core.commit.lock();
+            cs.wal.sync()?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for DbHandle {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown() {
+            log::warn!("cellardb: closing {}: {e}", self.core.dir.display());
+        }
+    }
+}
+
+impl Core {
+    /// The published view reads start from.
+    pub(crate) fn current(&self) -> Arc<SuperVersion> {
+        self.current.read().clone()
+    }
+
+    /// A consistent snapshot: the highest visible sequence number, then the
+    /// view. Loading the sequence first guarantees the view holds every
+    /// entry at or below it; entries above it are ignored by the read.
+    pub(crate) fn snapshot(&self) -> (u64, Arc<SuperVersion>) {
+        let seq = self.visible_seq.load(Ordering::Acquire);
+        (seq, self.current())
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) { Err(Error::Closed) } else { Ok(()) }
+    }
+
+    /// Publishes a new view of `st` with `mem` taking writes.
+    fn install(&self, st: &EngineState, mem: Arc<Memtable>) {
+        let mut metas: Vec<_> = st.manifest.ssts.iter().collect();
+        metas.sort_by_key(|m| std::cmp::Reverse(m.file));
+        let mut files: std::collections::HashMap<u32, Vec<Arc<SstHandle>>> = std::collections::HashMap::new();
+        for m in metas {
+            if let Some(h) = st.handles.get(&m.file) {
+                files.entry(m.store).or_default().push(h.clone());
+            }
+        }
+        let sv = SuperVersion {
+            mem,
+            imm: st.imm.iter().rev().cloned().collect(),
+            files,
+            schema: Arc::new(Schema { tables: st.manifest.tables.clone() }),
+        };
+        *self.current.write() = Arc::new(sv);
+    }
+
+    /// A fresh file number.
+    fn next_file_number(&self, st: &mut EngineState) -> u64 {
+        let n = st.manifest.next_file;
+        st.manifest.next_file += 1;
+        n
+    }
+}

@@ -1,0 +1,218 @@
+//! The write path: validate, group, log, apply, publish.
+//!
+//! Writers queue up; the first becomes the leader and commits the whole
+//! queue at once (LevelDB's and RocksDB's group commit): it resolves each
+//! row mutation against the schema, gives it a range of sequence numbers
+//! (one per mutation, so a delete and a set in one row mutation apply in
+//! order), encodes one log record per row, writes them with one call (and
+//! one `fdatasync` under `Durability::Sync`), inserts the entries in the
+//! memtable and publishes the last sequence number, which is the moment the
+//! writes become visible, all rows of the group together.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use super::{CommitState, Core};
+use crate::key::Entry;
+use crate::memtable::Memtable;
+use crate::model::{Mutation, Timestamp};
+use crate::options::Durability;
+use crate::wal::{LogEntry, WalWriter, encode_record};
+use crate::{Error, Result};
+
+use super::version::Schema;
+
+/// One row mutation on its way in.
+pub(crate) struct RowWrite {
+    pub table: u32,
+    pub table_name: Arc<str>,
+    pub key: Bytes,
+    pub mutations: Vec<Mutation>,
+}
+
+/// A writer waiting in the queue, and where its results go.
+struct Waiter {
+    rows: Vec<RowWrite>,
+    done: Mutex<Option<Vec<Result<()>>>>,
+}
+
+/// The writers waiting for a leader.
+#[derive(Default)]
+pub(crate) struct WriteQueue {
+    pending: Vec<Arc<Waiter>>,
+    leader_active: bool,
+}
+
+impl Core {
+    /// Commits `rows`, each atomically, and returns one result per row.
+    pub(crate) fn write(&self, rows: Vec<RowWrite>) -> Vec<Result<()>> {
+        let waiter = Arc::new(Waiter { rows, done: Mutex::new(None) });
+        let mut q = self.queue.lock();
+        q.pending.push(waiter.clone());
+        loop {
+            if let Some(results) = waiter.done.lock().take() {
+                return results;
+            }
+            if !q.leader_active {
+                break;
+            }
+            self.queue_cv.wait(&mut q);
+        }
+        q.leader_active = true;
+        let group = std::mem::take(&mut q.pending);
+        drop(q);
+        self.commit_group(&group);
+        let mut q = self.queue.lock();
+        q.leader_active = false;
+        self.queue_cv.notify_all();
+        drop(q);
+        let results = waiter.done.lock().take();
+        results.unwrap_or_else(|| vec![Err(Error::Closed)])
+    }
+
+    fn commit_group(&self, group: &[Arc<Waiter>]) {
+        let mut cs = self.commit.lock();
+        let mut results = self.commit_locked(&mut cs, group).into_iter();
+        for w in group {
+            *w.done.lock() = results.next();
+        }
+    }
+
+    fn commit_locked(&self, cs: &mut CommitState, group: &[Arc<Waiter>]) -> Vec<Vec<Result<()>>> {
+        let refuse = |e: Error| group.iter().map(|w| w.rows.iter().map(|_| Err(e.clone())).collect()).collect();
+        if let Err(e) = self.check_open() {
+            return refuse(e);
+        }
+        if let Some(why) = &cs.poisoned {
+            return refuse(Error::Poisoned(why.clone()));
+        }
+        let schema = self.current().schema.clone();
+        let now = Timestamp::now();
+        let mut records = Vec::new();
+        let mut entries = Vec::new();
+        let mut results: Vec<Vec<Result<()>>> = group
+            .iter()
+            .map(|w| {
+                w.rows.iter().map(|row| self.stage_row(cs, &schema, row, now, &mut records, &mut entries)).collect()
+            })
+            .collect();
+        if records.is_empty() {
+            return results;
+        }
+        if let Err(e) = self.log_and_apply(cs, &records, &entries) {
+            cs.poisoned = Some(e.to_string());
+            results.iter_mut().flatten().filter(|r| r.is_ok()).for_each(|r| *r = Err(e.clone()));
+            return results;
+        }
+        if cs.mem.approximate_bytes() >= self.opts.memtable_size
+            && let Err(e) = self.switch_memtable(cs)
+        {
+            cs.poisoned = Some(e.to_string());
+        }
+        results
+    }
+
+    /// Resolves a row against the schema and appends its record and entries.
+    fn stage_row(
+        &self,
+        cs: &mut CommitState,
+        schema: &Schema,
+        row: &RowWrite,
+        now: Timestamp,
+        records: &mut Vec<u8>,
+        entries: &mut Vec<LogEntry>,
+    ) -> Result<()> {
+        let first_seq = cs.next_seq;
+        let resolved = resolve_row(schema, row, now, first_seq)?;
+        encode_record(records, &row.key, first_seq, &resolved);
+        cs.next_seq += row.mutations.len() as u64;
+        self.counters.add_logical(resolved.iter().map(|e| e.entry.logical_size() as u64).sum());
+        entries.extend(resolved);
+        Ok(())
+    }
+
+    fn log_and_apply(&self, cs: &mut CommitState, records: &[u8], entries: &[LogEntry]) -> Result<()> {
+        cs.wal.append(records)?;
+        if self.opts.durability == Durability::Sync {
+            cs.wal.sync()?;
+        }
+        self.counters.add_wal(records.len() as u64);
+        cs.mem.insert(entries);
+        self.visible_seq.store(cs.next_seq - 1, Ordering::Release);
+        Ok(())
+    }
+
+    /// Freezes the memtable and starts a new one with a new log, waiting
+    /// first while too many frozen memtables wait for flush (the stall that
+    /// keeps memory bounded). Holds the commit lock throughout, so writers
+    /// wait too.
+    pub(crate) fn switch_memtable(&self, cs: &mut CommitState) -> Result<()> {
+        let mut st = self.state.lock();
+        while st.imm.len() >= self.opts.max_immutable_memtables && st.bg_error.is_none() && !st.shutting_down {
+            let started = std::time::Instant::now();
+            self.state_cv.wait(&mut st);
+            self.counters.add_stall(started.elapsed());
+        }
+        if let Some(e) = &st.bg_error {
+            return Err(e.clone());
+        }
+        let number = self.next_file_number(&mut st);
+        cs.wal.sync()?;
+        let wal = WalWriter::create(&*self.fs, &self.dir, number)?;
+        if self.opts.durability == Durability::Sync {
+            self.fs.sync_dir(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+        }
+        cs.wal = wal;
+        let frozen = std::mem::replace(&mut cs.mem, Arc::new(Memtable::new(number)));
+        st.imm.push(frozen);
+        self.install(&st, cs.mem.clone());
+        self.state_cv.notify_all();
+        Ok(())
+    }
+}
+
+/// The entries a row mutation writes, with sequence numbers from
+/// `first_seq`, one per mutation.
+///
+/// # Errors
+/// `Error::NotFound` for an unknown table or family, `Error::InvalidArgument`
+/// for a timestamp the table's granularity does not allow.
+pub(crate) fn resolve_row(schema: &Schema, row: &RowWrite, now: Timestamp, first_seq: u64) -> Result<Vec<LogEntry>> {
+    let table = schema.table_by_id(row.table).ok_or_else(|| Error::table_not_found(&row.table_name))?;
+    let store_of = |family: &str| {
+        table
+            .families
+            .iter()
+            .find(|f| f.name == family)
+            .map(|f| f.store)
+            .ok_or_else(|| Error::family_not_found(&table.name, family))
+    };
+    let key = &row.key;
+    let mut out = Vec::with_capacity(row.mutations.len());
+    for (seq, m) in (first_seq..).zip(&row.mutations) {
+        match m {
+            Mutation::SetCell { family, qualifier, timestamp, value } => {
+                let ts = timestamp.resolve(now)?;
+                let entry = Entry::put(key.clone(), qualifier.clone(), ts, seq, value.clone());
+                out.push(LogEntry { store: store_of(family)?, entry });
+            }
+            Mutation::DeleteFromColumn { family, qualifier, range } => {
+                let entry = Entry::delete_column(key.clone(), qualifier.clone(), *range, seq);
+                out.push(LogEntry { store: store_of(family)?, entry });
+            }
+            Mutation::DeleteFromFamily { family } => {
+                let entry = Entry::delete_family(key.clone(), seq);
+                out.push(LogEntry { store: store_of(family)?, entry });
+            }
+            Mutation::DeleteFromRow => {
+                for f in &table.families {
+                    out.push(LogEntry { store: f.store, entry: Entry::delete_family(key.clone(), seq) });
+                }
+            }
+        }
+    }
+    Ok(out)
+}

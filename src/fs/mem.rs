@@ -1,0 +1,203 @@
+//! An in-memory file system that models power loss.
+//!
+//! The model, close to what ext4 and XFS promise: a file's bytes survive a
+//! crash up to its last `sync_data`; a name (creation, rename, removal)
+//! survives only once its directory was synced after the change. Everything
+//! else is lost by [`MemFs::crash`].
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use super::{FileLock, Fs, WritableFile};
+
+/// In-memory files with a power-loss model. Clones share the same files.
+#[derive(Debug, Clone, Default)]
+pub struct MemFs {
+    state: Arc<Mutex<State>>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    inodes: HashMap<u64, Inode>,
+    names: BTreeMap<PathBuf, u64>,
+    durable_names: BTreeMap<PathBuf, u64>,
+    next_inode: u64,
+    locks: HashSet<PathBuf>,
+    fail_writes: bool,
+}
+
+#[derive(Debug, Default)]
+struct Inode {
+    data: Vec<u8>,
+    synced_len: usize,
+}
+
+impl MemFs {
+    /// An empty file system.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Cuts the power: every byte not synced and every name whose directory
+    /// was not synced since it changed is lost. Locks are released, as the
+    /// processes holding them are gone.
+    pub fn crash(&self) {
+        let mut s = self.state.lock();
+        s.names = s.durable_names.clone();
+        let live: HashSet<u64> = s.names.values().copied().collect();
+        s.inodes.retain(|id, _| live.contains(id));
+        for inode in s.inodes.values_mut() {
+            inode.data.truncate(inode.synced_len);
+        }
+        s.locks.clear();
+    }
+
+    /// While `fail` is set, every write and sync fails with an I/O error.
+    pub fn set_fail_writes(&self, fail: bool) {
+        self.state.lock().fail_writes = fail;
+    }
+
+    /// Flips the bits of byte `offset` of `path` (for corruption tests).
+    pub fn corrupt_byte(&self, path: &Path, offset: usize) -> io::Result<()> {
+        let mut s = self.state.lock();
+        let id = *s.names.get(path).ok_or_else(|| not_found(path))?;
+        let inode = s.inodes.get_mut(&id).ok_or_else(|| not_found(path))?;
+        let byte = inode
+            .data
+            .get_mut(offset)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "offset past end of file"))?;
+        *byte ^= 0xff;
+        Ok(())
+    }
+}
+
+fn not_found(path: &Path) -> io::Error {
+    io::Error::new(io::ErrorKind::NotFound, format!("{} not found", path.display()))
+}
+
+fn injected() -> io::Error {
+    io::Error::other("injected write failure")
+}
+
+struct MemFile {
+    state: Arc<Mutex<State>>,
+    inode: u64,
+}
+
+impl WritableFile for MemFile {
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        let mut s = self.state.lock();
+        if s.fail_writes {
+            return Err(injected());
+        }
+        if let Some(inode) = s.inodes.get_mut(&self.inode) {
+            inode.data.extend_from_slice(buf);
+        }
+        Ok(())
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        let mut s = self.state.lock();
+        if s.fail_writes {
+            return Err(injected());
+        }
+        if let Some(inode) = s.inodes.get_mut(&self.inode) {
+            inode.synced_len = inode.data.len();
+        }
+        Ok(())
+    }
+}
+
+struct MemLock {
+    state: Arc<Mutex<State>>,
+    path: PathBuf,
+}
+
+impl Drop for MemLock {
+    fn drop(&mut self) {
+        self.state.lock().locks.remove(&self.path);
+    }
+}
+
+impl Fs for MemFs {
+    fn create_dir_all(&self, _dir: &Path) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        let mut s = self.state.lock();
+        if s.fail_writes {
+            return Err(injected());
+        }
+        s.next_inode += 1;
+        let id = s.next_inode;
+        s.inodes.insert(id, Inode::default());
+        s.names.insert(path.to_path_buf(), id);
+        drop(s);
+        Ok(Box::new(MemFile { state: self.state.clone(), inode: id }))
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let s = self.state.lock();
+        let id = s.names.get(path).ok_or_else(|| not_found(path))?;
+        Ok(s.inodes.get(id).map(|i| i.data.clone()).unwrap_or_default())
+    }
+
+    fn map(&self, path: &Path) -> io::Result<Bytes> {
+        self.read(path).map(Bytes::from)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut s = self.state.lock();
+        let id = s.names.remove(from).ok_or_else(|| not_found(from))?;
+        s.names.insert(to.to_path_buf(), id);
+        Ok(())
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        let mut s = self.state.lock();
+        s.names.remove(path).ok_or_else(|| not_found(path))?;
+        Ok(())
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let s = self.state.lock();
+        Ok(s.names
+            .keys()
+            .filter(|p| p.parent() == Some(dir))
+            .filter_map(|p| p.file_name()?.to_str().map(str::to_owned))
+            .collect())
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut s = self.state.lock();
+        if s.fail_writes {
+            return Err(injected());
+        }
+        let in_dir = |p: &PathBuf| p.parent() == Some(dir);
+        let current: Vec<(PathBuf, u64)> =
+            s.names.iter().filter(|(p, _)| in_dir(p)).map(|(p, id)| (p.clone(), *id)).collect();
+        s.durable_names.retain(|p, _| !in_dir(p));
+        s.durable_names.extend(current);
+        Ok(())
+    }
+
+    fn file_size(&self, path: &Path) -> io::Result<u64> {
+        let s = self.state.lock();
+        let id = s.names.get(path).ok_or_else(|| not_found(path))?;
+        Ok(s.inodes.get(id).map_or(0, |i| i.data.len() as u64))
+    }
+
+    fn try_lock(&self, path: &Path) -> io::Result<Option<FileLock>> {
+        let mut s = self.state.lock();
+        if !s.locks.insert(path.to_path_buf()) {
+            return Ok(None);
+        }
+        Ok(Some(FileLock::new(Box::new(MemLock { state: self.state.clone(), path: path.to_path_buf() }))))
+    }
+}

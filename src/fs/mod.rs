@@ -1,0 +1,69 @@
+//! The file-system seam: everything the engine does to files goes through [`Fs`].
+//!
+//! [`OsFs`] is the real one (SSTables are memory-mapped). [`MemFs`] keeps files
+//! in memory and models what survives a power loss — only bytes that were
+//! `sync_data`'d, under names whose directory was synced — so crash tests can
+//! cut power at any point and check what the engine promised. It can also be
+//! told to fail writes, to test what the engine does after an I/O error.
+
+mod mem;
+mod os;
+
+use std::fmt::Debug;
+use std::io;
+use std::path::Path;
+
+use bytes::Bytes;
+
+pub use mem::MemFs;
+pub use os::OsFs;
+
+/// A file open for appending.
+pub trait WritableFile: Send {
+    /// Appends all of `buf`.
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()>;
+    /// Makes every byte written so far durable (`fdatasync`).
+    fn sync_data(&mut self) -> io::Result<()>;
+}
+
+/// Proof that this process holds a directory's lock; dropping it releases it.
+pub struct FileLock {
+    _guard: Box<dyn Send + Sync>,
+}
+
+impl FileLock {
+    pub(crate) fn new(guard: Box<dyn Send + Sync>) -> Self {
+        FileLock { _guard: guard }
+    }
+}
+
+impl Debug for FileLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FileLock")
+    }
+}
+
+/// The operations the engine needs from a file system.
+pub trait Fs: Send + Sync + Debug {
+    /// Creates `dir` and its parents if missing.
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// Creates `path` empty (truncating it if present), open for appending.
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// The whole content of `path`, read into memory.
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// The whole content of an immutable file, mapped rather than copied where
+    /// the file system allows.
+    fn map(&self, path: &Path) -> io::Result<Bytes>;
+    /// Atomically renames `from` to `to`, replacing `to`.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Removes the file `path`.
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Names of the files in `dir`.
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+    /// Makes the directory's entries (creations, renames, removals) durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Size of `path` in bytes.
+    fn file_size(&self, path: &Path) -> io::Result<u64>;
+    /// Takes the exclusive lock file `path`; `None` if someone else holds it.
+    fn try_lock(&self, path: &Path) -> io::Result<Option<FileLock>>;
+}

@@ -1,0 +1,103 @@
+//! Merging many sorted sources into one stream ordered by
+//! `(row, family rank, internal key)`.
+//!
+//! Each source belongs to one column family; its rank is the family's place
+//! in name order. Merging every family's sources in one heap yields each row
+//! whole, families in name order, which is what row assembly consumes. In
+//! reverse the whole order is reversed. A binary heap of source indices,
+//! compared through the sources' current entries.
+
+use std::cmp::Ordering;
+
+use super::EntrySource;
+use crate::Result;
+use crate::key::Entry;
+
+/// A source and the rank of its family.
+struct Ranked {
+    source: Box<dyn EntrySource>,
+    rank: u16,
+}
+
+/// The merge of many sources.
+pub struct MergingIter {
+    sources: Vec<Ranked>,
+    heap: Vec<usize>,
+    reverse: bool,
+}
+
+impl MergingIter {
+    /// An empty merge, forward or reversed.
+    pub fn new(reverse: bool) -> Self {
+        MergingIter { sources: Vec::new(), heap: Vec::new(), reverse }
+    }
+
+    /// Adds a source of family rank `rank`, positioned on its first entry.
+    pub fn add(&mut self, source: Box<dyn EntrySource>, rank: u16) {
+        let has_entry = source.current().is_some();
+        self.sources.push(Ranked { source, rank });
+        if has_entry {
+            self.heap.push(self.sources.len() - 1);
+            self.sift_up(self.heap.len() - 1);
+        }
+    }
+
+    /// The next entry and its family rank.
+    pub fn current(&self) -> Option<(u16, &Entry)> {
+        let s = &self.sources[*self.heap.first()?];
+        Some((s.rank, s.source.current()?))
+    }
+
+    /// Moves past the current entry.
+    pub fn advance(&mut self) -> Result<()> {
+        let Some(&top) = self.heap.first() else { return Ok(()) };
+        self.sources[top].source.advance()?;
+        if self.sources[top].source.current().is_none() {
+            let last = self.heap.len() - 1;
+            self.heap.swap(0, last);
+            self.heap.pop();
+        }
+        self.sift_down(0);
+        Ok(())
+    }
+
+    /// Whether the source at heap slot `a` comes before the one at `b`.
+    fn before(&self, a: usize, b: usize) -> bool {
+        let (sa, sb) = (&self.sources[self.heap[a]], &self.sources[self.heap[b]]);
+        let (Some(ea), Some(eb)) = (sa.source.current(), sb.source.current()) else {
+            return false;
+        };
+        let ord = ea.key.row.cmp(&eb.key.row).then(sa.rank.cmp(&sb.rank)).then_with(|| ea.key.cmp(&eb.key));
+        let ord = if self.reverse { ord.reverse() } else { ord };
+        ord == Ordering::Less || (ord == Ordering::Equal && self.heap[a] < self.heap[b])
+    }
+
+    fn sift_up(&mut self, mut i: usize) {
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if !self.before(i, parent) {
+                break;
+            }
+            self.heap.swap(i, parent);
+            i = parent;
+        }
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut best = i;
+            if l < self.heap.len() && self.before(l, best) {
+                best = l;
+            }
+            if r < self.heap.len() && self.before(r, best) {
+                best = r;
+            }
+            if best == i {
+                return;
+            }
+            self.heap.swap(i, best);
+            i = best;
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! Internal iterators: one trait for every source of entries (memtables,
+//! SSTables) and [`MergingIter`], which merges them into one ordered stream.
+
+mod merging;
+
+use std::sync::Arc;
+
+pub use merging::MergingIter;
+
+use crate::Result;
+use crate::key::Entry;
+use crate::memtable::{KeyBounds, Memtable};
+use crate::sst::SstIter;
+
+/// A positioned stream of entries in key order (or reversed).
+pub trait EntrySource: Send {
+    /// The entry under the source, `None` when exhausted.
+    fn current(&self) -> Option<&Entry>;
+    /// Moves to the next entry.
+    fn advance(&mut self) -> Result<()>;
+}
+
+impl EntrySource for SstIter {
+    fn current(&self) -> Option<&Entry> {
+        SstIter::current(self)
+    }
+
+    fn advance(&mut self) -> Result<()> {
+        SstIter::advance(self)
+    }
+}
+
+/// Smallest and largest chunk a [`MemIter`] copies out under the read lock.
+const FIRST_CHUNK: usize = 64;
+const MAX_CHUNK: usize = 4096;
+
+/// A store's entries in a memtable within bounds, copied out in chunks so no
+/// lock is held between calls.
+pub struct MemIter {
+    mem: Arc<Memtable>,
+    store: u32,
+    bounds: KeyBounds,
+    reverse: bool,
+    chunk: Vec<Entry>,
+    pos: usize,
+    chunk_size: usize,
+    exhausted: bool,
+}
+
+impl MemIter {
+    /// Entries of `store` in `mem` within `bounds`, positioned on the first.
+    pub fn new(mem: Arc<Memtable>, store: u32, bounds: KeyBounds, reverse: bool) -> Self {
+        let mut it = MemIter {
+            mem,
+            store,
+            bounds,
+            reverse,
+            chunk: Vec::new(),
+            pos: 0,
+            chunk_size: FIRST_CHUNK,
+            exhausted: false,
+        };
+        it.refill();
+        it
+    }
+
+    fn refill(&mut self) {
+        if self.exhausted {
+            self.chunk.clear();
+            self.pos = 0;
+            return;
+        }
+        self.chunk = self.mem.chunk(self.store, &self.bounds, self.reverse, self.chunk_size);
+        self.pos = 0;
+        self.exhausted = self.chunk.len() < self.chunk_size;
+        if let Some(last) = self.chunk.last() {
+            let resume = std::ops::Bound::Excluded(last.key.clone());
+            if self.reverse {
+                self.bounds.1 = resume;
+            } else {
+                self.bounds.0 = resume;
+            }
+        }
+        self.chunk_size = (self.chunk_size * 4).min(MAX_CHUNK);
+    }
+}
+
+impl EntrySource for MemIter {
+    fn current(&self) -> Option<&Entry> {
+        self.chunk.get(self.pos)
+    }
+
+    fn advance(&mut self) -> Result<()> {
+        self.pos += 1;
+        if self.pos >= self.chunk.len() {
+            self.refill();
+        }
+        Ok(())
+    }
+}

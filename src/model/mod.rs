@@ -1,0 +1,18 @@
+//! Bigtable's data model, pure: cells and timestamps, mutations, GC rules,
+//! schemas and rows. Nothing here touches a file.
+
+mod cell;
+mod gc_rule;
+mod mutation;
+mod row;
+mod schema;
+
+pub use cell::{TimeRange, Timestamp};
+pub use gc_rule::GcRule;
+pub use mutation::{Mutation, limits};
+pub use row::{Cell, Column, Family, Row};
+pub use schema::{FamilySchema, TableSchema};
+
+pub(crate) use cell::now_micros;
+pub(crate) use mutation::{validate_row_key, validate_row_mutation};
+pub(crate) use schema::{validate_family_name, validate_table_name};

@@ -1,0 +1,14 @@
+//! The read side of the model: which rows ([`RowSet`]), which cells
+//! ([`Filter`]), and how a row is assembled from the entries that hold it.
+
+mod assemble;
+mod filter;
+mod row_set;
+mod scan;
+
+pub use filter::{BytesRegex, Filter};
+pub use row_set::{RowRange, RowSet};
+
+pub(crate) use assemble::{FamilyRules, assemble_family};
+pub(crate) use row_set::KeySpan;
+pub(crate) use scan::{FamilyView, RowScanner};

@@ -1,0 +1,168 @@
+//! Iterating an SSTable's entries within key bounds, forward or backward.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use super::block::DecodedBlock;
+use super::reader::SstReader;
+use crate::Result;
+use crate::cache::BlockCache;
+use crate::key::{Entry, InternalKey};
+
+/// Entries of one SSTable between two key bounds, in key order or reversed.
+pub struct SstIter {
+    reader: Arc<SstReader>,
+    cache: Option<Arc<BlockCache>>,
+    lo: Bound<InternalKey>,
+    hi: Bound<InternalKey>,
+    reverse: bool,
+    block_idx: usize,
+    block: Option<Arc<DecodedBlock>>,
+    pos: usize,
+}
+
+impl SstIter {
+    /// An iterator over the entries of `reader` within `(lo, hi)`, positioned
+    /// on the first (or, if `reverse`, the last) of them.
+    pub fn new(
+        reader: Arc<SstReader>,
+        cache: Option<Arc<BlockCache>>,
+        (lo, hi): (Bound<InternalKey>, Bound<InternalKey>),
+        reverse: bool,
+    ) -> Result<SstIter> {
+        let mut it = SstIter { reader, cache, lo, hi, reverse, block_idx: 0, block: None, pos: 0 };
+        if reverse {
+            it.seek_last()?;
+        } else {
+            it.seek_first()?;
+        }
+        Ok(it)
+    }
+
+    /// The entry under the iterator, or `None` once past the bounds.
+    pub fn current(&self) -> Option<&Entry> {
+        self.block.as_ref()?.entries().get(self.pos)
+    }
+
+    /// Moves to the next entry in the iterator's direction.
+    pub fn advance(&mut self) -> Result<()> {
+        if self.block.is_none() {
+            return Ok(());
+        }
+        if self.reverse {
+            self.step_back()?;
+        } else {
+            self.pos += 1;
+            self.skip_forward()?;
+        }
+        self.check_bounds();
+        Ok(())
+    }
+
+    fn load(&mut self, i: usize) -> Result<()> {
+        self.block_idx = i;
+        self.block = Some(self.reader.block(i, self.cache.as_deref())?);
+        Ok(())
+    }
+
+    fn block_len(&self) -> usize {
+        self.block.as_ref().map_or(0, |b| b.entries().len())
+    }
+
+    fn seek_first(&mut self) -> Result<()> {
+        let index = self.reader.index();
+        let i = match &self.lo {
+            Bound::Unbounded => 0,
+            Bound::Included(k) => index.partition_point(|e| e.last_key < *k),
+            Bound::Excluded(k) => index.partition_point(|e| e.last_key <= *k),
+        };
+        if i >= index.len() {
+            return Ok(());
+        }
+        self.load(i)?;
+        let entries = self.block.as_ref().map_or(&[][..], |b| b.entries());
+        self.pos = match &self.lo {
+            Bound::Unbounded => 0,
+            Bound::Included(k) => entries.partition_point(|e| e.key < *k),
+            Bound::Excluded(k) => entries.partition_point(|e| e.key <= *k),
+        };
+        self.skip_forward()?;
+        self.check_bounds();
+        Ok(())
+    }
+
+    /// Moves past the end of exhausted (or empty) blocks.
+    fn skip_forward(&mut self) -> Result<()> {
+        while self.block.is_some() && self.pos >= self.block_len() {
+            if self.block_idx + 1 >= self.reader.index().len() {
+                self.block = None;
+                return Ok(());
+            }
+            self.load(self.block_idx + 1)?;
+            self.pos = 0;
+        }
+        Ok(())
+    }
+
+    fn seek_last(&mut self) -> Result<()> {
+        let index = self.reader.index();
+        if index.is_empty() {
+            return Ok(());
+        }
+        let i = match &self.hi {
+            Bound::Unbounded => index.len(),
+            Bound::Included(k) | Bound::Excluded(k) => index.partition_point(|e| e.last_key < *k),
+        }
+        .min(index.len() - 1);
+        self.load(i)?;
+        let entries = self.block.as_ref().map_or(&[][..], |b| b.entries());
+        let after = match &self.hi {
+            Bound::Unbounded => entries.len(),
+            Bound::Included(k) => entries.partition_point(|e| e.key <= *k),
+            Bound::Excluded(k) => entries.partition_point(|e| e.key < *k),
+        };
+        // Position one past the candidate, then step back onto it.
+        self.pos = after;
+        self.step_back()?;
+        self.check_bounds();
+        Ok(())
+    }
+
+    /// Moves to the previous entry, across (and past empty) blocks.
+    fn step_back(&mut self) -> Result<()> {
+        while self.block.is_some() {
+            if self.pos > 0 {
+                self.pos -= 1;
+                return Ok(());
+            }
+            if self.block_idx == 0 {
+                self.block = None;
+                return Ok(());
+            }
+            self.load(self.block_idx - 1)?;
+            self.pos = self.block_len();
+        }
+        Ok(())
+    }
+
+    /// Ends the iteration once the current entry is outside the far bound.
+    fn check_bounds(&mut self) {
+        let Some(e) = self.current() else { return };
+        let outside = if self.reverse {
+            match &self.lo {
+                Bound::Unbounded => false,
+                Bound::Included(k) => e.key < *k,
+                Bound::Excluded(k) => e.key <= *k,
+            }
+        } else {
+            match &self.hi {
+                Bound::Unbounded => false,
+                Bound::Included(k) => e.key > *k,
+                Bound::Excluded(k) => e.key >= *k,
+            }
+        };
+        if outside {
+            self.block = None;
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! Reading an SSTable: footer, index, filter and properties at open; data
+//! blocks on demand, checksummed, decompressed and cached.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+
+use super::block::DecodedBlock;
+use super::format::{BlockCompression, BlockHandle, FOOTER_LEN, Footer, TRAILER_LEN, check_trailer};
+use super::index::{self, IndexEntry};
+use super::{Properties, bloom};
+use crate::cache::BlockCache;
+use crate::coding::DecodeError;
+use crate::{Error, Result};
+
+thread_local! {
+    static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+}
+
+/// An open SSTable.
+#[derive(Debug)]
+pub struct SstReader {
+    path: PathBuf,
+    id: u64,
+    data: Bytes,
+    index: Vec<IndexEntry>,
+    bloom: Bytes,
+    props: Properties,
+    blocks_decoded: AtomicU64,
+}
+
+impl SstReader {
+    /// Opens the SSTable whose bytes are `data` (read from `path`); `id`
+    /// names it in the block cache and must be unique among open tables.
+    ///
+    /// # Errors
+    /// `Error::Corruption` if the footer, index, filter or properties fail
+    /// their checks.
+    pub fn open(path: &Path, data: Bytes, id: u64) -> Result<SstReader> {
+        let corrupt = |offset: usize, what: &str| Error::corruption(path, offset as u64, what);
+        if data.len() < FOOTER_LEN {
+            return Err(corrupt(0, "file too short to be an SSTable"));
+        }
+        let footer_at = data.len() - FOOTER_LEN;
+        let footer = Footer::decode(&data[footer_at..]).map_err(|e| corrupt(footer_at + e.offset, e.what))?;
+        let mut reader = SstReader {
+            path: path.to_path_buf(),
+            id,
+            data,
+            index: Vec::new(),
+            bloom: Bytes::new(),
+            props: Properties::default(),
+            blocks_decoded: AtomicU64::new(0),
+        };
+        let raw_index = reader.read_raw(&footer.index)?;
+        reader.index = index::decode(&raw_index).map_err(|e| reader.block_corruption(&footer.index, &e))?;
+        reader.bloom = reader.read_raw(&footer.bloom)?;
+        let raw_props = reader.read_raw(&footer.props)?;
+        reader.props = Properties::decode(&raw_props).map_err(|e| reader.block_corruption(&footer.props, &e))?;
+        Ok(reader)
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The id given at open.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Bytes of the file.
+    pub fn file_size(&self) -> u64 {
+        self.data.len() as u64
+    }
+
+    /// The properties block.
+    pub fn props(&self) -> &Properties {
+        &self.props
+    }
+
+    /// The index: one entry per data block.
+    pub fn index(&self) -> &[IndexEntry] {
+        &self.index
+    }
+
+    /// Bytes of the bloom filter block.
+    pub fn bloom_bytes(&self) -> usize {
+        self.bloom.len()
+    }
+
+    /// Data blocks decompressed and decoded since open (cache hits excluded).
+    pub fn blocks_decoded(&self) -> u64 {
+        self.blocks_decoded.load(Ordering::Relaxed)
+    }
+
+    /// Whether the file may hold entries of `row` (false: it surely does not).
+    pub fn may_contain_row(&self, row: &[u8]) -> bool {
+        bloom::may_contain(&self.bloom, bloom::row_hash(row))
+    }
+
+    /// Data block `i`, from `cache` if there, else read, checked and decoded.
+    pub fn block(&self, i: usize, cache: Option<&BlockCache>) -> Result<Arc<DecodedBlock>> {
+        let key = (self.id, i as u32);
+        if let Some(block) = cache.and_then(|c| c.get(key)) {
+            return Ok(block);
+        }
+        let handle = self
+            .index
+            .get(i)
+            .ok_or_else(|| Error::corruption(&self.path, 0, format!("block {i} is past the index")))?
+            .handle;
+        let raw = self.read_raw(&handle)?;
+        let block = Arc::new(DecodedBlock::decode(raw).map_err(|e| self.block_corruption(&handle, &e))?);
+        self.blocks_decoded.fetch_add(1, Ordering::Relaxed);
+        if let Some(c) = cache {
+            c.insert(key, block.clone());
+        }
+        Ok(block)
+    }
+
+    fn block_corruption(&self, handle: &BlockHandle, e: &DecodeError) -> Error {
+        Error::corruption(
+            &self.path,
+            handle.offset,
+            format!("block does not decode: {} (at byte {} of the decompressed block)", e.what, e.offset),
+        )
+    }
+
+    /// The decompressed bytes of the block at `handle`, checksum verified.
+    fn read_raw(&self, handle: &BlockHandle) -> Result<Bytes> {
+        let at = handle.offset;
+        let corrupt = |what: &str| Error::corruption(&self.path, at, what);
+        let meta_end = (self.data.len() - FOOTER_LEN) as u64;
+        if handle.end() > meta_end {
+            return Err(corrupt("block handle points past the end of the data"));
+        }
+        let start = at as usize;
+        let stored_end = start + handle.stored_len as usize;
+        let stored = self.data.slice(start..stored_end);
+        let compression = check_trailer(&stored, &self.data[stored_end..stored_end + TRAILER_LEN]).map_err(corrupt)?;
+        let raw = match compression {
+            BlockCompression::Raw => stored,
+            BlockCompression::Zstd => decompress(&stored, handle.raw_len as usize).map_err(|e| corrupt(&e))?,
+        };
+        if raw.len() != handle.raw_len as usize {
+            return Err(corrupt("block length differs from its handle"));
+        }
+        Ok(raw)
+    }
+
+    /// Reads and decodes every block and checks that keys strictly increase.
+    /// Returns the number of entries.
+    ///
+    /// # Errors
+    /// `Error::Corruption` naming the offset of the first bad block.
+    pub fn verify(&self) -> Result<u64> {
+        let mut last: Option<crate::key::InternalKey> = None;
+        let mut count = 0u64;
+        for (i, ie) in self.index.iter().enumerate() {
+            let block = self.block(i, None)?;
+            let order_fault = |what: &str| Error::corruption(&self.path, ie.handle.offset, what);
+            for e in block.entries() {
+                if last.as_ref().is_some_and(|l| *l >= e.key) {
+                    return Err(order_fault("keys out of order"));
+                }
+                last = Some(e.key.clone());
+            }
+            if last.as_ref() != Some(&ie.last_key) || block.entries().len() != ie.entries as usize {
+                return Err(order_fault("block disagrees with its index entry"));
+            }
+            count += block.entries().len() as u64;
+        }
+        Ok(count)
+    }
+}
+
+fn decompress(stored: &[u8], raw_len: usize) -> Result<Bytes, String> {
+    DECOMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?);
+        }
+        let d = slot.as_mut().ok_or("no zstd context")?;
+        d.decompress(stored, raw_len).map(Bytes::from).map_err(|e| format!("zstd frame does not decompress: {e}"))
+    })
+}

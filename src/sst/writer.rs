@@ -1,0 +1,208 @@
+//! Writing an SSTable from entries in key order.
+
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+
+use super::block_builder::BlockBuilder;
+use super::bloom;
+use super::format::{BlockCompression, BlockHandle, Footer, trailer};
+use super::index::{self, IndexEntry};
+use super::props::Properties;
+use crate::fs::{Fs, WritableFile};
+use crate::key::{Entry, EntryKind, InternalKey};
+use crate::options::Compression;
+use crate::{Error, Result};
+
+/// Bytes buffered before a write to the file.
+const WRITE_BUFFER: usize = 1 << 20;
+
+/// How an SSTable is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SstOptions {
+    /// Encoded bytes per data block before a new one is started.
+    pub block_size: usize,
+    /// How blocks are compressed.
+    pub compression: Compression,
+}
+
+/// What a finished SSTable holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SstSummary {
+    /// Bytes of the file.
+    pub file_size: u64,
+    /// Its properties block.
+    pub props: Properties,
+}
+
+/// Writes one SSTable. Entries must come in strictly increasing key order.
+pub struct SstWriter {
+    file: Box<dyn WritableFile>,
+    path: PathBuf,
+    options: SstOptions,
+    compressor: Option<zstd::bulk::Compressor<'static>>,
+    block: BlockBuilder,
+    index: Vec<IndexEntry>,
+    row_hashes: Vec<u64>,
+    props: Properties,
+    last_key: Option<InternalKey>,
+    buffer: Vec<u8>,
+    offset: u64,
+}
+
+impl SstWriter {
+    /// Creates the file `path` for family `family` (store `store`).
+    pub fn create(fs: &dyn Fs, path: &Path, family: &str, store: u32, options: SstOptions) -> Result<SstWriter> {
+        let file = fs.create(path).map_err(|e| Error::io(path, e))?;
+        let compressor = match options.compression {
+            Compression::None => None,
+            Compression::Zstd { level } => Some(zstd::bulk::Compressor::new(level).map_err(|e| Error::io(path, e))?),
+        };
+        let props = Properties {
+            family: family.to_owned(),
+            store,
+            min_timestamp: i64::MAX,
+            max_timestamp: i64::MIN,
+            min_seq: u64::MAX,
+            created_micros: crate::model::now_micros(),
+            ..Properties::default()
+        };
+        Ok(SstWriter {
+            file,
+            path: path.to_path_buf(),
+            options,
+            compressor,
+            block: BlockBuilder::default(),
+            index: Vec::new(),
+            row_hashes: Vec::new(),
+            props,
+            last_key: None,
+            buffer: Vec::with_capacity(WRITE_BUFFER),
+            offset: 0,
+        })
+    }
+
+    /// Number of entries added so far.
+    pub fn entries(&self) -> u64 {
+        self.props.cells + self.props.tombstones
+    }
+
+    /// Adds the next entry.
+    ///
+    /// # Errors
+    /// `Error::InvalidArgument` if `entry` does not sort after the previous one.
+    pub fn add(&mut self, entry: &Entry) -> Result<()> {
+        if let Some(last) = &self.last_key {
+            if *last >= entry.key {
+                return Err(Error::InvalidArgument(format!(
+                    "SSTable entries out of order at row {:?}",
+                    String::from_utf8_lossy(&entry.key.row)
+                )));
+            }
+            if last.row != entry.key.row {
+                self.new_row(&entry.key.row);
+            }
+        } else {
+            self.new_row(&entry.key.row);
+            self.props.first_row = entry.key.row.clone();
+        }
+        self.count(entry);
+        self.block.add(entry);
+        self.last_key = Some(entry.key.clone());
+        if self.block.estimated_size() >= self.options.block_size {
+            self.finish_data_block()?;
+        }
+        Ok(())
+    }
+
+    fn new_row(&mut self, row: &Bytes) {
+        self.row_hashes.push(bloom::row_hash(row));
+        self.props.rows += 1;
+    }
+
+    fn count(&mut self, entry: &Entry) {
+        let p = &mut self.props;
+        if entry.key.kind == EntryKind::Put {
+            p.cells += 1;
+            p.min_timestamp = p.min_timestamp.min(entry.key.timestamp);
+            p.max_timestamp = p.max_timestamp.max(entry.key.timestamp);
+        } else {
+            p.tombstones += 1;
+        }
+        p.min_seq = p.min_seq.min(entry.key.seq);
+        p.max_seq = p.max_seq.max(entry.key.seq);
+        p.logical_bytes += (entry.logical_size() + p.family.len()) as u64;
+    }
+
+    fn finish_data_block(&mut self) -> Result<()> {
+        let Some(last) = self.block.last() else {
+            return Ok(());
+        };
+        let last_key = last.key.clone();
+        let entries = self.block.len() as u32;
+        let mut raw = Vec::with_capacity(self.block.estimated_size() + 64);
+        self.block.finish(&mut raw);
+        let handle = self.write_block(&raw, true)?;
+        self.props.raw_data_bytes += u64::from(handle.raw_len);
+        self.props.stored_data_bytes += handle.end() - handle.offset;
+        self.props.data_blocks += 1;
+        self.index.push(IndexEntry { last_key, handle, entries });
+        Ok(())
+    }
+
+    /// Writes a block (compressed if allowed and worth it) with its trailer.
+    fn write_block(&mut self, raw: &[u8], compress: bool) -> Result<BlockHandle> {
+        let compressed = match (&mut self.compressor, compress) {
+            (Some(z), true) => Some(z.compress(raw).map_err(|e| Error::io(&self.path, e))?),
+            _ => None,
+        };
+        let (stored, compression): (&[u8], _) = match &compressed {
+            Some(c) if c.len() < raw.len() - raw.len() / 8 => (c, BlockCompression::Zstd),
+            _ => (raw, BlockCompression::Raw),
+        };
+        let too_big = || Error::InvalidArgument(format!("block of {} bytes is too large", raw.len()));
+        let handle = BlockHandle {
+            offset: self.offset,
+            stored_len: u32::try_from(stored.len()).map_err(|_| too_big())?,
+            raw_len: u32::try_from(raw.len()).map_err(|_| too_big())?,
+        };
+        let trailer = trailer(stored, compression);
+        self.append(stored)?;
+        self.append(&trailer)?;
+        Ok(handle)
+    }
+
+    fn append(&mut self, bytes: &[u8]) -> Result<()> {
+        self.buffer.extend_from_slice(bytes);
+        self.offset += bytes.len() as u64;
+        if self.buffer.len() >= WRITE_BUFFER {
+            self.flush_buffer()?;
+        }
+        Ok(())
+    }
+
+    fn flush_buffer(&mut self) -> Result<()> {
+        self.file.write_all(&self.buffer).map_err(|e| Error::io(&self.path, e))?;
+        self.buffer.clear();
+        Ok(())
+    }
+
+    /// Writes the index, filter, properties and footer, and syncs the file.
+    pub fn finish(mut self) -> Result<SstSummary> {
+        self.finish_data_block()?;
+        if let Some(last) = &self.last_key {
+            self.props.last_row = last.row.clone();
+        }
+        if self.props.min_seq == u64::MAX {
+            self.props.min_seq = 0;
+        }
+        let index = self.write_block(&index::encode(&self.index), true)?;
+        let bloom = self.write_block(&bloom::build(&self.row_hashes), false)?;
+        let props = self.write_block(&self.props.encode(), false)?;
+        let footer = Footer { index, bloom, props }.encode();
+        self.append(&footer)?;
+        self.flush_buffer()?;
+        self.file.sync_data().map_err(|e| Error::io(&self.path, e))?;
+        Ok(SstSummary { file_size: self.offset, props: self.props })
+    }
+}

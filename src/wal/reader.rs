@@ -1,0 +1,192 @@
+//! Replaying a log file, and telling a torn tail from damage in the middle.
+
+use std::path::{Path, PathBuf};
+
+use super::{FILE_HEADER_LEN, LogEntry, MAGIC, RECORD_HEADER_LEN, VERSION, decode_payload};
+use crate::coding::crc32;
+use crate::{Error, Result};
+
+/// A damaged tail that replay cut off.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornTail {
+    /// The log file.
+    pub file: PathBuf,
+    /// Offset of the first damaged record (the end of the last good one).
+    pub offset: u64,
+    /// Bytes cut from there to the end of the file.
+    pub dropped_bytes: u64,
+    /// What was wrong with the record at `offset`.
+    pub what: String,
+}
+
+/// What replaying one file found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplayStats {
+    /// Intact records replayed.
+    pub records: u64,
+    /// The damaged tail cut off, if any.
+    pub torn_tail: Option<TornTail>,
+}
+
+/// Reads the records of one log file held in memory.
+pub struct WalReader<'a> {
+    path: &'a Path,
+    data: &'a [u8],
+}
+
+/// Why the record at some offset is not intact.
+type Fault = &'static str;
+
+impl<'a> WalReader<'a> {
+    /// A reader of `data`, the content of the log file at `path`.
+    pub fn new(path: &'a Path, data: &'a [u8]) -> Self {
+        WalReader { path, data }
+    }
+
+    fn corruption(&self, offset: usize, what: impl Into<String>) -> Error {
+        Error::corruption(self.path, offset as u64, what)
+    }
+
+    /// Calls `apply` with each record's entries in order.
+    ///
+    /// A damaged record followed by no intact record is a torn tail: if
+    /// `tolerate_torn_tail`, replay stops there and reports it; otherwise it is
+    /// `Error::Corruption`. A damaged record followed by an intact one is
+    /// always `Error::Corruption`: records are never skipped in the middle.
+    pub fn replay(
+        &self,
+        tolerate_torn_tail: bool,
+        mut apply: impl FnMut(Vec<LogEntry>) -> Result<()>,
+    ) -> Result<ReplayStats> {
+        self.check_header()?;
+        let mut stats = ReplayStats::default();
+        let mut pos = FILE_HEADER_LEN;
+        while pos < self.data.len() {
+            match self.record_at(pos) {
+                Ok((payload, next)) => {
+                    let entries = decode_payload(payload)
+                        .map_err(|e| self.corruption(pos + RECORD_HEADER_LEN + e.offset, e.what))?;
+                    apply(entries)?;
+                    stats.records += 1;
+                    pos = next;
+                }
+                Err(fault) => {
+                    if !tolerate_torn_tail {
+                        return Err(self.corruption(pos, fault));
+                    }
+                    if let Some(intact) = self.next_intact_record(pos + 1) {
+                        return Err(
+                            self.corruption(pos, format!("{fault}, followed by an intact record at offset {intact}"))
+                        );
+                    }
+                    stats.torn_tail = Some(TornTail {
+                        file: self.path.to_path_buf(),
+                        offset: pos as u64,
+                        dropped_bytes: (self.data.len() - pos) as u64,
+                        what: fault.to_owned(),
+                    });
+                    break;
+                }
+            }
+        }
+        Ok(stats)
+    }
+
+    fn check_header(&self) -> Result<()> {
+        if self.data.len() < FILE_HEADER_LEN {
+            // A crash right after creating the file can leave the header short.
+            return if self.data.iter().zip(MAGIC).all(|(a, b)| a == b) {
+                Ok(())
+            } else {
+                Err(self.corruption(0, "not a cellardb log: bad magic"))
+            };
+        }
+        if &self.data[..8] != MAGIC {
+            return Err(self.corruption(0, "not a cellardb log: bad magic"));
+        }
+        let version = u32::from_le_bytes([self.data[8], self.data[9], self.data[10], self.data[11]]);
+        if version != VERSION {
+            return Err(self.corruption(8, format!("log format version {version}, expected {VERSION}")));
+        }
+        Ok(())
+    }
+
+    /// The payload of the intact record at `pos` and the offset after it.
+    fn record_at(&self, pos: usize) -> Result<(&'a [u8], usize), Fault> {
+        let header = self.data.get(pos..pos + RECORD_HEADER_LEN).ok_or("record header cut short")?;
+        let field = |i: usize| u32::from_le_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]);
+        if crc32(&[&header[4..12]]) != field(0) {
+            return Err("record header checksum mismatch");
+        }
+        let start = pos + RECORD_HEADER_LEN;
+        let end = start + field(4) as usize;
+        let payload = self.data.get(start..end).ok_or("record runs past the end of the file")?;
+        if crc32(&[payload]) != field(8) {
+            return Err("record payload checksum mismatch");
+        }
+        Ok((payload, end))
+    }
+
+    /// Offset of the first intact record starting at or after `from`.
+    fn next_intact_record(&self, from: usize) -> Option<usize> {
+        (from..self.data.len().saturating_sub(RECORD_HEADER_LEN - 1)).find(|&p| self.record_at(p).is_ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::Entry;
+    use crate::wal::encode_record;
+
+    fn log_of(rows: &[&str]) -> Vec<u8> {
+        let mut data = MAGIC.to_vec();
+        data.extend_from_slice(&VERSION.to_le_bytes());
+        for (i, row) in rows.iter().enumerate() {
+            let seq = i as u64 + 1;
+            let e = Entry::put(row.to_string().into(), "q".into(), 1000, seq, "v".into());
+            encode_record(&mut data, row.as_bytes(), seq, &[LogEntry { store: 1, entry: e }]);
+        }
+        data
+    }
+
+    fn replay(data: &[u8]) -> Result<(Vec<String>, ReplayStats)> {
+        let mut rows = Vec::new();
+        let stats = WalReader::new(Path::new("x.log"), data).replay(true, |entries| {
+            rows.push(String::from_utf8_lossy(&entries[0].entry.key.row).into_owned());
+            Ok(())
+        })?;
+        Ok((rows, stats))
+    }
+
+    #[test]
+    fn intact_log_replays_every_record() {
+        let (rows, stats) = replay(&log_of(&["a", "b", "c"])).unwrap();
+        assert_eq!(rows, ["a", "b", "c"]);
+        assert_eq!(stats.torn_tail, None);
+    }
+
+    #[test]
+    fn torn_tail_is_cut_at_the_last_good_record_and_reported() {
+        let full = log_of(&["a", "b", "c"]);
+        let two = log_of(&["a", "b"]).len();
+        for cut in two + 1..full.len() {
+            let (rows, stats) = replay(&full[..cut]).unwrap();
+            assert_eq!(rows, ["a", "b"], "cut at {cut}");
+            let torn = stats.torn_tail.unwrap();
+            assert_eq!(torn.offset, two as u64);
+            assert_eq!(torn.dropped_bytes, (cut - two) as u64);
+        }
+    }
+
+    #[test]
+    fn damage_before_an_intact_record_is_corruption_with_its_offset() {
+        let mut data = log_of(&["a", "b", "c"]);
+        let second = log_of(&["a"]).len();
+        data[second + RECORD_HEADER_LEN + 3] ^= 0x40;
+        match replay(&data) {
+            Err(Error::Corruption { offset, .. }) => assert_eq!(offset, second as u64),
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+}

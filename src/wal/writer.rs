@@ -1,0 +1,54 @@
+//! Appending to a log file.
+
+use std::path::{Path, PathBuf};
+
+use super::{MAGIC, VERSION};
+use crate::fs::{Fs, WritableFile};
+use crate::{Error, Result};
+
+/// An open log file, appended to by the write path's group leader.
+pub struct WalWriter {
+    file: Box<dyn WritableFile>,
+    path: PathBuf,
+    number: u64,
+    bytes: u64,
+}
+
+impl WalWriter {
+    /// Creates log file `number` in `dir`, header written (not yet synced).
+    pub fn create(fs: &dyn Fs, dir: &Path, number: u64) -> Result<WalWriter> {
+        let path = dir.join(super::file_name(number));
+        let mut file = fs.create(&path).map_err(|e| Error::io(&path, e))?;
+        let mut header = MAGIC.to_vec();
+        header.extend_from_slice(&VERSION.to_le_bytes());
+        file.write_all(&header).map_err(|e| Error::io(&path, e))?;
+        Ok(WalWriter { file, path, number, bytes: header.len() as u64 })
+    }
+
+    /// The log's number.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// Bytes in the file so far.
+    pub fn len(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Whether nothing but the header was written.
+    pub fn is_empty(&self) -> bool {
+        self.bytes <= super::FILE_HEADER_LEN as u64
+    }
+
+    /// Appends already-encoded records with one write to the OS.
+    pub fn append(&mut self, records: &[u8]) -> Result<()> {
+        self.file.write_all(records).map_err(|e| Error::io(&self.path, e))?;
+        self.bytes += records.len() as u64;
+        Ok(())
+    }
+
+    /// Makes everything appended durable.
+    pub fn sync(&mut self) -> Result<()> {
+        self.file.sync_data().map_err(|e| Error::io(&self.path, e))
+    }
+}

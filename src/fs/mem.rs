@@ -43,18 +43,29 @@ impl MemFs {
         Self::default()
     }
 
-    /// Cuts the power: every byte not synced and every name whose directory
-    /// was not synced since it changed is lost. Locks are released, as the
-    /// processes holding them are gone.
-    pub fn crash(&self) {
-        let mut s = self.state.lock();
-        s.names = s.durable_names.clone();
-        let live: HashSet<u64> = s.names.values().copied().collect();
-        s.inodes.retain(|id, _| live.contains(id));
-        for inode in s.inodes.values_mut() {
-            inode.data.truncate(inode.synced_len);
-        }
-        s.locks.clear();
+    /// The file system as power loss at this instant would leave it: only
+    /// bytes that were synced, under names whose directory was synced since
+    /// they changed. The copy is independent: whatever still runs against
+    /// `self` (a database being torn down) does not reach it.
+    pub fn crash_copy(&self) -> MemFs {
+        let s = self.state.lock();
+        let names = s.durable_names.clone();
+        let inodes = names
+            .values()
+            .filter_map(|id| {
+                let inode = s.inodes.get(id)?;
+                Some((*id, Inode { data: inode.data[..inode.synced_len].to_vec(), synced_len: inode.synced_len }))
+            })
+            .collect();
+        let state = State {
+            inodes,
+            durable_names: names.clone(),
+            names,
+            next_inode: s.next_inode,
+            locks: HashSet::new(),
+            fail_writes: false,
+        };
+        MemFs { state: Arc::new(Mutex::new(state)) }
     }
 
     /// While `fail` is set, every write and sync fails with an I/O error.

@@ -1,0 +1,179 @@
+//! Durability and recovery: reopen after drop, power loss with `Sync`,
+//! torn log tails, the lock file, writes refused after an I/O failure.
+
+mod common;
+
+use std::io::Write;
+
+use cellardb::fs::MemFs;
+use cellardb::{Db, Durability, Error, GcRule, Mutation, Options, RecoveryMode};
+use common::*;
+
+fn put(t: &cellardb::Table, key: &str, v: &str) {
+    t.mutate_row(key, [Mutation::set_cell("cf1", "q", 1000, v)]).unwrap();
+}
+
+#[test]
+fn reopen_after_a_drop_without_close_keeps_every_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut expected = Vec::new();
+    for round in 0..3 {
+        let (db, t) = open_with_table(dir.path(), small_options());
+        assert_eq!(scan_all(&t), expected, "round {round}");
+        for i in 0..400 {
+            let key = format!("r{round}-{i:03}");
+            put(&t, &key, "v");
+            expected.push(flat(&key, "cf1", "q", 1000, "v"));
+        }
+        drop(t);
+        drop(db);
+    }
+    let (_db, t) = open_with_table(dir.path(), small_options());
+    assert_eq!(scan_all(&t), expected);
+}
+
+#[test]
+fn sync_writes_survive_power_loss_wherever_it_strikes() {
+    let path = std::path::Path::new("/db");
+    let mut fs = MemFs::new();
+    let mut acknowledged = Vec::new();
+    // Power fails after a different number of writes each round, so it
+    // strikes in the middle of memtable switches and flushes too.
+    for round in 0..12 {
+        let opts = mem_options(&fs).durability(Durability::Sync).memtable_size(4 << 10);
+        let (db, t) = open_with_table(path, opts);
+        assert_eq!(scan_all(&t), acknowledged, "round {round}: every acknowledged write is back");
+        for i in 0..(round * 37) % 200 + 1 {
+            let key = format!("r{round:02}-{i:03}");
+            put(&t, &key, "v");
+            acknowledged.push(flat(&key, "cf1", "q", 1000, "v"));
+        }
+        let after_power_loss = fs.crash_copy();
+        drop(t);
+        drop(db);
+        fs = after_power_loss;
+    }
+}
+
+#[test]
+fn buffered_writes_may_be_lost_by_power_loss_but_the_database_opens() {
+    let fs = MemFs::new();
+    let path = std::path::Path::new("/db");
+    let (db, t) = open_with_table(path, mem_options(&fs));
+    db.flush().unwrap();
+    put(&t, "a", "unsynced");
+    let fs = fs.crash_copy();
+    let (_db2, t) = open_with_table(path, mem_options(&fs));
+    assert!(scan_all(&t).is_empty(), "unsynced writes are gone, and nothing else is");
+}
+
+fn log_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut logs: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    logs.sort();
+    logs
+}
+
+#[test]
+fn a_torn_log_tail_is_cut_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (_db, t) = open_with_table(dir.path(), Options::default());
+        for i in 0..10 {
+            put(&t, &format!("k{i}"), "v");
+        }
+    }
+    let log = log_files(dir.path()).pop().unwrap();
+    let len = std::fs::metadata(&log).unwrap().len();
+    let f = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
+    f.set_len(len - 3).unwrap();
+    let (db, t) = open_with_table(dir.path(), Options::default());
+    let got: Vec<String> = scan_all(&t).into_iter().map(|c| c.0).collect();
+    assert_eq!(got, (0..9).map(|i| format!("k{i}")).collect::<Vec<_>>());
+    let report = db.stats().unwrap().recovery;
+    assert_eq!(report.torn_tails.len(), 1);
+    let torn = &report.torn_tails[0];
+    assert_eq!(torn.file, log);
+    assert!(torn.dropped_bytes > 0 && torn.offset + torn.dropped_bytes == len - 3);
+    drop(t);
+    drop(db);
+    let (db, _t) = open_with_table(dir.path(), Options::default());
+    assert!(db.stats().unwrap().recovery.torn_tails.is_empty(), "the cut is permanent and reported once");
+}
+
+#[test]
+fn garbage_appended_to_the_log_is_a_torn_tail_in_tolerant_mode_only() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (_db, t) = open_with_table(dir.path(), Options::default());
+        put(&t, "a", "v");
+    }
+    let log = log_files(dir.path()).pop().unwrap();
+    std::fs::OpenOptions::new().append(true).open(&log).unwrap().write_all(&[0u8; 100]).unwrap();
+    let strict = Options::default().recovery_mode(RecoveryMode::AbsoluteConsistency).open(dir.path());
+    assert!(matches!(strict, Err(Error::Corruption { .. })), "strict mode refuses: {:?}", strict.err());
+    let (_db, t) = open_with_table(dir.path(), Options::default());
+    assert_eq!(scan_all(&t), vec![flat("a", "cf1", "q", 1000, "v")]);
+}
+
+#[test]
+fn a_second_open_of_the_same_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    assert!(matches!(Db::open(dir.path()), Err(Error::Locked { .. })));
+    db.close().unwrap();
+    drop(db);
+    Db::open(dir.path()).unwrap();
+}
+
+#[test]
+fn writes_are_refused_after_a_log_write_fails_until_reopen() {
+    let fs = MemFs::new();
+    let path = std::path::Path::new("/db");
+    let (db, t) = open_with_table(path, mem_options(&fs));
+    put(&t, "a", "v");
+    fs.set_fail_writes(true);
+    let failed = t.mutate_row("b", [Mutation::set_cell("cf1", "q", 1000, "v")]);
+    assert!(matches!(failed, Err(Error::Io { .. })), "{failed:?}");
+    fs.set_fail_writes(false);
+    let refused = t.mutate_row("c", [Mutation::set_cell("cf1", "q", 1000, "v")]);
+    assert!(matches!(refused, Err(Error::Poisoned(_))), "{refused:?}");
+    assert_eq!(scan_all(&t), vec![flat("a", "cf1", "q", 1000, "v")], "reads go on");
+    drop(t);
+    drop(db);
+    let (_db, t) = open_with_table(path, mem_options(&fs));
+    put(&t, "d", "v");
+    let keys: Vec<String> = scan_all(&t).into_iter().map(|c| c.0).collect();
+    assert_eq!(keys, ["a", "d"]);
+}
+
+#[test]
+fn orphaned_files_of_an_interrupted_flush_are_removed_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (_db, t) = open_with_table(dir.path(), Options::default());
+        put(&t, "a", "v");
+    }
+    std::fs::write(dir.path().join("999999.sst"), b"half-written table").unwrap();
+    std::fs::write(dir.path().join("MANIFEST.tmp"), b"half-written manifest").unwrap();
+    let (db, t) = open_with_table(dir.path(), Options::default());
+    assert_eq!(scan_all(&t), vec![flat("a", "cf1", "q", 1000, "v")]);
+    let removed = db.stats().unwrap().recovery.removed_files;
+    assert!(
+        removed.contains(&"999999.sst".to_string()) && removed.contains(&"MANIFEST.tmp".to_string()),
+        "{removed:?}"
+    );
+    assert!(!dir.path().join("999999.sst").exists());
+}
+
+#[test]
+fn closed_databases_refuse_writes() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("cf1", GcRule::none())]).unwrap();
+    db.close().unwrap();
+    assert!(matches!(t.mutate_row("a", [Mutation::set_cell("cf1", "q", 1000, "v")]), Err(Error::Closed)));
+    assert!(matches!(db.flush(), Err(Error::Closed)));
+}

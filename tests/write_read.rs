@@ -1,0 +1,346 @@
+//! Writes and reads: the four mutations, row sets, limits, reversed scans,
+//! across the memtable and SSTables.
+
+mod common;
+
+use std::ops::Bound;
+
+use cellardb::{Error, Filter, GcRule, Mutation, RowRange, RowSet, TimeRange, Timestamp};
+use common::*;
+
+#[test]
+fn set_cells_read_back_in_model_order() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("cf2", GcRule::none()), ("cf1", GcRule::none())]).unwrap();
+    t.mutate_row(
+        "r",
+        [
+            Mutation::set_cell("cf2", "z", 1000, "z1"),
+            Mutation::set_cell("cf1", "b", 1000, "b1"),
+            Mutation::set_cell("cf1", "a", 1000, "a1"),
+            Mutation::set_cell("cf1", "a", 3000, "a3"),
+            Mutation::set_cell("cf1", "a", 2000, "a2"),
+        ],
+    )
+    .unwrap();
+    let row = t.read_row("r", &Filter::pass_all()).unwrap().unwrap();
+    assert_eq!(
+        flatten(&[row]),
+        vec![
+            flat("r", "cf1", "a", 3000, "a3"),
+            flat("r", "cf1", "a", 2000, "a2"),
+            flat("r", "cf1", "a", 1000, "a1"),
+            flat("r", "cf1", "b", 1000, "b1"),
+            flat("r", "cf2", "z", 1000, "z1"),
+        ]
+    );
+    assert_eq!(t.read_row("absent", &Filter::pass_all()).unwrap(), None);
+}
+
+#[test]
+fn same_timestamp_replaces_the_value_in_memtable_and_across_flush() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("cf1", GcRule::none())]).unwrap();
+    t.mutate_row("r", [Mutation::set_cell("cf1", "q", 1000, "first")]).unwrap();
+    db.flush().unwrap();
+    t.mutate_row("r", [Mutation::set_cell("cf1", "q", 1000, "second")]).unwrap();
+    assert_eq!(scan_all(&t), vec![flat("r", "cf1", "q", 1000, "second")]);
+    db.flush().unwrap();
+    assert_eq!(scan_all(&t), vec![flat("r", "cf1", "q", 1000, "second")]);
+    t.mutate_row("r", [Mutation::set_cell("cf1", "q", 1000, "a"), Mutation::set_cell("cf1", "q", 1000, "b")]).unwrap();
+    assert_eq!(scan_all(&t), vec![flat("r", "cf1", "q", 1000, "b")]);
+}
+
+/// Writes the same history with flushes at each point between mutations, and
+/// checks that deletes give the same result wherever the boundary falls.
+#[test]
+fn deletes_apply_across_memtable_and_sstable_boundaries() {
+    let steps: Vec<Vec<Mutation>> = vec![
+        vec![Mutation::set_cell("cf1", "a", 1000, "a1"), Mutation::set_cell("cf1", "a", 2000, "a2")],
+        vec![Mutation::set_cell("cf1", "b", 1000, "b1"), Mutation::set_cell("cf2", "c", 1000, "c1")],
+        vec![Mutation::delete_from_column("cf1", "a", TimeRange::new(2000, 3000))],
+        vec![Mutation::delete_from_family("cf2")],
+        vec![Mutation::set_cell("cf2", "c", 0, "after family delete, older timestamp")],
+        vec![Mutation::delete_from_row(), Mutation::set_cell("cf1", "d", 9000, "same mutation, after row delete")],
+        vec![Mutation::set_cell("cf1", "a", 1000, "rewritten")],
+    ];
+    let after_family_delete = vec![
+        flat("r", "cf1", "a", 1000, "a1"),
+        flat("r", "cf1", "b", 1000, "b1"),
+        flat("r", "cf2", "c", 0, "after family delete, older timestamp"),
+    ];
+    let expected =
+        vec![flat("r", "cf1", "a", 1000, "rewritten"), flat("r", "cf1", "d", 9000, "same mutation, after row delete")];
+    for flush_mask in 0..(1u32 << steps.len()) {
+        let (_d, db) = temp_db();
+        let t = db.create_table("t", [("cf1", GcRule::none()), ("cf2", GcRule::none())]).unwrap();
+        for (i, muts) in steps.iter().enumerate() {
+            t.mutate_row("r", muts.clone()).unwrap();
+            if flush_mask & (1 << i) != 0 {
+                db.flush().unwrap();
+            }
+            if i == 4 {
+                assert_eq!(scan_all(&t), after_family_delete, "flush mask {flush_mask:b}");
+            }
+        }
+        assert_eq!(scan_all(&t), expected, "flush mask {flush_mask:b}");
+    }
+}
+
+#[test]
+fn delete_then_set_in_one_mutation_keeps_the_set_and_set_then_delete_drops_it() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("cf1", GcRule::none())]).unwrap();
+    t.mutate_row(
+        "a",
+        [Mutation::set_cell("cf1", "q", 1000, "v"), Mutation::delete_from_column("cf1", "q", TimeRange::all())],
+    )
+    .unwrap();
+    t.mutate_row("b", [Mutation::set_cell("cf1", "q", 1000, "v"), Mutation::delete_from_row()]).unwrap();
+    t.mutate_row("c", [Mutation::delete_from_family("cf1"), Mutation::set_cell("cf1", "q", 1000, "v")]).unwrap();
+    assert_eq!(scan_all(&t), vec![flat("c", "cf1", "q", 1000, "v")]);
+}
+
+#[test]
+fn empty_qualifiers_and_values_are_cells() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("cf1", GcRule::none())]).unwrap();
+    t.mutate_row("r", [Mutation::set_cell("cf1", "", 1000, ""), Mutation::set_cell("cf1", "", 2000, "v")]).unwrap();
+    let expected = vec![flat("r", "cf1", "", 2000, "v"), flat("r", "cf1", "", 1000, "")];
+    assert_eq!(scan_all(&t), expected);
+    db.flush().unwrap();
+    assert_eq!(scan_all(&t), expected);
+    t.mutate_row("r", [Mutation::delete_from_column("cf1", "", TimeRange::new(2000, 3000))]).unwrap();
+    assert_eq!(scan_all(&t), vec![flat("r", "cf1", "", 1000, "")]);
+}
+
+fn table_with_keys(keys: &[&[u8]], flush: bool) -> (tempfile::TempDir, cellardb::Db, cellardb::Table) {
+    let (d, db) = temp_db();
+    let t = db.create_table("t", [("cf1", GcRule::none())]).unwrap();
+    for k in keys {
+        t.mutate_row(k, [Mutation::set_cell("cf1", "q", 1000, "v")]).unwrap();
+    }
+    if flush {
+        db.flush().unwrap();
+    }
+    (d, db, t)
+}
+
+fn read_keys(t: &cellardb::Table, set: RowSet) -> Vec<Vec<u8>> {
+    t.read_rows(set, &Filter::pass_all()).collect_rows().unwrap().into_iter().map(|r| r.key.to_vec()).collect()
+}
+
+#[test]
+fn prefixes_at_0xff_boundaries() {
+    let keys: [&[u8]; 9] =
+        [b"a", b"a\x00", b"a\xfe\xff", b"a\xff", b"a\xff\x00", b"a\xff\xff", b"b", b"\xff", b"\xff\xff"];
+    for flush in [false, true] {
+        let (_d, _db, t) = table_with_keys(&keys, flush);
+        let got = read_keys(&t, RowRange::prefix(b"a\xff").into());
+        assert_eq!(got, vec![b"a\xff".to_vec(), b"a\xff\x00".to_vec(), b"a\xff\xff".to_vec()], "flush {flush}");
+        let got = read_keys(&t, RowRange::prefix(b"\xff").into());
+        assert_eq!(got, vec![b"\xff".to_vec(), b"\xff\xff".to_vec()]);
+        let got = read_keys(&t, RowRange::prefix(b"\xff\xff").into());
+        assert_eq!(got, vec![b"\xff\xff".to_vec()]);
+        let got = read_keys(&t, RowRange::prefix(b"a\xfe").into());
+        assert_eq!(got, vec![b"a\xfe\xff".to_vec()]);
+        assert_eq!(read_keys(&t, RowRange::prefix(b"").into()).len(), keys.len());
+    }
+}
+
+#[test]
+fn row_sets_of_keys_and_ranges_read_each_row_once_in_order() {
+    let keys: Vec<String> = (0..30).map(|i| format!("k{i:02}")).collect();
+    let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
+    for flush in [false, true] {
+        let (_d, _db, t) = table_with_keys(&refs, flush);
+        let set = RowSet::new()
+            .key("k25")
+            .range(RowRange::closed("k03", "k05"))
+            .range(RowRange::open("k04", "k08"))
+            .key("k04")
+            .key("missing")
+            .range(RowRange::open_closed("k20", "k21"))
+            .range(RowRange::starting_at("k28"));
+        let got: Vec<String> = read_keys(&t, set).into_iter().map(|k| String::from_utf8(k).unwrap()).collect();
+        assert_eq!(got, ["k03", "k04", "k05", "k06", "k07", "k21", "k25", "k28", "k29"]);
+        let got = read_keys(&t, RowRange::until("k02").into());
+        assert_eq!(got.len(), 2);
+        let got = read_keys(&t, RowRange::new(Bound::Excluded("k28"), Bound::<&str>::Unbounded).into());
+        assert_eq!(got, vec![b"k29".to_vec()]);
+    }
+}
+
+#[test]
+fn reversed_scans_return_rows_descending_with_cells_in_model_order() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("cf1", GcRule::none()), ("cf2", GcRule::none())]).unwrap();
+    for (i, k) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+        let ts = 1000 * (i as i64 + 1);
+        t.mutate_row(
+            k,
+            [
+                Mutation::set_cell("cf1", "x", ts, "1"),
+                Mutation::set_cell("cf1", "x", ts + 1000, "2"),
+                Mutation::set_cell("cf2", "y", ts, "3"),
+            ],
+        )
+        .unwrap();
+        if i == 2 {
+            db.flush().unwrap();
+        }
+    }
+    let forward = t.read_rows(RowSet::all(), &Filter::pass_all()).collect_rows().unwrap();
+    let backward = t.read_rows(RowSet::all(), &Filter::pass_all()).reversed().collect_rows().unwrap();
+    assert_eq!(keys(&backward), ["e", "d", "c", "b", "a"]);
+    let mut reversed_back = backward.clone();
+    reversed_back.reverse();
+    assert_eq!(reversed_back, forward, "each row's cells are the same in both directions");
+    let last_two = t.read_rows(RowSet::all(), &Filter::pass_all()).reversed().limit(2).collect_rows().unwrap();
+    assert_eq!(keys(&last_two), ["e", "d"]);
+    let set = RowSet::new().range(RowRange::closed_open("b", "d")).key("e");
+    assert_eq!(keys(&t.read_rows(set, &Filter::pass_all()).reversed().collect_rows().unwrap()), ["e", "c", "b"]);
+}
+
+#[test]
+fn limit_counts_rows_returned_after_filtering() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("cf1", GcRule::none()), ("cf2", GcRule::none())]).unwrap();
+    for k in ["a", "b", "c", "d"] {
+        let family = if k == "b" { "cf2" } else { "cf1" };
+        t.mutate_row(k, [Mutation::set_cell(family, "q", 1000, "v")]).unwrap();
+    }
+    let rows = t.read_rows(RowSet::all(), &Filter::family_name_regex("cf1")).limit(2).collect_rows().unwrap();
+    assert_eq!(keys(&rows), ["a", "c"]);
+    assert!(t.read_rows(RowSet::all(), &Filter::pass_all()).limit(0).collect_rows().unwrap().is_empty());
+}
+
+#[test]
+fn filters_select_families_columns_and_versions() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("cf1", GcRule::none()), ("cf2", GcRule::none())]).unwrap();
+    let muts: Vec<Mutation> = (1..=3)
+        .flat_map(|v| {
+            [
+                Mutation::set_cell("cf1", "a", v * 1000, format!("a{v}")),
+                Mutation::set_cell("cf1", "b", v * 1000, format!("b{v}")),
+                Mutation::set_cell("cf2", "a", v * 1000, format!("c{v}")),
+            ]
+        })
+        .collect();
+    t.mutate_row("r", muts).unwrap();
+    let read = |f: Filter| flatten(&t.read_rows(RowSet::all(), &f).collect_rows().unwrap());
+    assert_eq!(read(Filter::block_all()), vec![]);
+    assert_eq!(read(Filter::pass_all()).len(), 9);
+    assert_eq!(read(Filter::family_name_regex("cf2")).len(), 3);
+    assert_eq!(read(Filter::family_name_regex("cf")).len(), 0, "regexes match whole names");
+    assert_eq!(read(Filter::column_qualifier_regex("b")).len(), 3);
+    assert_eq!(
+        read(Filter::column_range("cf1", Bound::Excluded("a"), Bound::Included("b"))),
+        vec![flat("r", "cf1", "b", 3000, "b3"), flat("r", "cf1", "b", 2000, "b2"), flat("r", "cf1", "b", 1000, "b1")]
+    );
+    assert_eq!(
+        read(Filter::chain([Filter::timestamp_range(TimeRange::new(1000, 3000)), Filter::cells_per_column_limit(1)])),
+        vec![flat("r", "cf1", "a", 2000, "a2"), flat("r", "cf1", "b", 2000, "b2"), flat("r", "cf2", "a", 2000, "c2")]
+    );
+    assert_eq!(
+        read(Filter::chain([
+            Filter::family_name_regex("cf1"),
+            Filter::column_qualifier_regex("a"),
+            Filter::pass_all()
+        ])),
+        vec![flat("r", "cf1", "a", 3000, "a3"), flat("r", "cf1", "a", 2000, "a2"), flat("r", "cf1", "a", 1000, "a1")]
+    );
+    let err = t.read_rows(RowSet::all(), &Filter::column_qualifier_regex("[")).collect_rows().unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(ref m) if m.contains("regex")), "{err}");
+}
+
+#[test]
+fn a_read_of_one_family_decodes_no_block_of_another() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("narrow", GcRule::none()), ("wide", GcRule::none())]).unwrap();
+    for i in 0..2000 {
+        let key = format!("row{i:05}");
+        t.mutate_row(
+            &key,
+            [Mutation::set_cell("narrow", "n", 1000, "x"), Mutation::set_cell("wide", "w", 1000, "y".repeat(200))],
+        )
+        .unwrap();
+    }
+    db.flush().unwrap();
+    let rows = t.read_rows(RowSet::all(), &Filter::family_name_regex("narrow")).collect_rows().unwrap();
+    assert_eq!(rows.len(), 2000);
+    let stats = t.stats().unwrap();
+    let decoded = |name: &str| stats.families.iter().find(|f| f.name == name).unwrap().blocks_decoded;
+    assert!(decoded("narrow") > 0);
+    assert_eq!(decoded("wide"), 0, "reading `narrow` must not decompress `wide`");
+}
+
+#[test]
+fn server_timestamps_are_now_in_whole_milliseconds() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("cf1", GcRule::none())]).unwrap();
+    let before = Timestamp::now().micros();
+    t.mutate_row("r", [Mutation::set_cell("cf1", "q", Timestamp::SERVER, "v")]).unwrap();
+    let after = Timestamp::now().micros();
+    let ts = scan_all(&t)[0].3;
+    assert!(ts >= before && ts <= after && ts % 1000 == 0, "{before} <= {ts} <= {after}");
+}
+
+#[test]
+fn bad_input_is_rejected_and_leaves_the_table_intact() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("cf1", GcRule::none())]).unwrap();
+    t.mutate_row("r", [Mutation::set_cell("cf1", "q", 1000, "kept")]).unwrap();
+    let invalid = |r: cellardb::Result<()>| matches!(r, Err(Error::InvalidArgument(_)));
+    assert!(invalid(t.mutate_row("", [Mutation::set_cell("cf1", "q", 1000, "v")])));
+    assert!(invalid(t.mutate_row(vec![b'k'; 4097], [Mutation::set_cell("cf1", "q", 1000, "v")])));
+    assert!(invalid(t.mutate_row("r", [Mutation::set_cell("cf1", vec![b'q'; 16 * 1024 + 1], 1000, "v")])));
+    assert!(invalid(t.mutate_row("r", [Mutation::set_cell("cf1", "q", 1500, "v")])));
+    assert!(invalid(t.mutate_row("r", [Mutation::set_cell("cf1", "q", -2000, "v")])));
+    assert!(invalid(t.mutate_row("r", Vec::new())));
+    assert!(invalid(t.mutate_row("r", [Mutation::delete_from_column("cf1", "q", TimeRange::new(3000, 2000))])));
+    // A bad mutation anywhere in the row mutation writes nothing of it.
+    let r = t
+        .mutate_row("r", [Mutation::set_cell("cf1", "q", 2000, "partial"), Mutation::set_cell("nope", "q", 1000, "v")]);
+    assert!(matches!(r, Err(Error::NotFound { kind: "column family", .. })), "{r:?}");
+    assert!(invalid(t.read_row("", &Filter::pass_all()).map(|_| ())));
+    assert_eq!(scan_all(&t), vec![flat("r", "cf1", "q", 1000, "kept")]);
+}
+
+#[test]
+fn mutate_rows_reports_each_row_on_its_own() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("cf1", GcRule::none())]).unwrap();
+    let results = t.mutate_rows([
+        ("a", vec![Mutation::set_cell("cf1", "q", 1000, "v")]),
+        ("", vec![Mutation::set_cell("cf1", "q", 1000, "v")]),
+        ("b", vec![Mutation::set_cell("nope", "q", 1000, "v")]),
+        ("c", vec![Mutation::set_cell("cf1", "q", 1000, "v")]),
+    ]);
+    assert!(results[0].is_ok() && results[3].is_ok());
+    assert!(matches!(results[1], Err(Error::InvalidArgument(_))));
+    assert!(matches!(results[2], Err(Error::NotFound { .. })));
+    assert_eq!(keys(&t.read_rows(RowSet::all(), &Filter::pass_all()).collect_rows().unwrap()), ["a", "c"]);
+}
+
+#[test]
+fn data_spanning_many_flushes_and_blocks_reads_back_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, t) = open_with_table(dir.path(), small_options());
+    let mut expected = Vec::new();
+    for i in 0..3000i64 {
+        let key = format!("row{:04}", (i * 7919) % 3000);
+        let v = format!("value-{i}");
+        t.mutate_row(&key, [Mutation::set_cell("cf1", "q", 1000, &v)]).unwrap();
+        expected.push(flat(&key, "cf1", "q", 1000, &v));
+    }
+    expected.sort();
+    db.flush().unwrap();
+    let files: usize = t.stats().unwrap().families.iter().map(|f| f.sst_files).sum();
+    assert!(files > 3, "expected several flushed files, got {files}");
+    assert_eq!(scan_all(&t), expected);
+    let mut backward = flatten(&t.read_rows(RowSet::all(), &Filter::pass_all()).reversed().collect_rows().unwrap());
+    backward.reverse();
+    assert_eq!(backward, expected);
+}

@@ -104,7 +104,7 @@ impl Footer {
             return err(56, "not a cellardb SSTable: bad magic");
         }
         if crc32(&[&bytes[..52]]) != u32::from_le_bytes([bytes[52], bytes[53], bytes[54], bytes[55]]) {
-            return err(52, "footer checksum mismatch");
+            return err(0, "footer checksum mismatch");
         }
         let footer = Footer {
             index: BlockHandle::decode(&mut c)?,

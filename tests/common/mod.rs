@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod model;
+
 use std::path::Path;
 use std::sync::Arc;
 

@@ -1,0 +1,152 @@
+//! A plain in-memory model of Bigtable's semantics, written without any of
+//! cellardb's machinery, to compare the engine against.
+
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use cellardb::{Mutation, TimeRange};
+
+/// Columns of a row: (family, qualifier) → timestamp (newest first) → value.
+type Columns = BTreeMap<(String, Vec<u8>), BTreeMap<Reverse<i64>, Vec<u8>>>;
+
+/// A cell: (row, family, qualifier, timestamp, value).
+pub type ModelCell = (Vec<u8>, String, Vec<u8>, i64, Vec<u8>);
+
+/// Filters the model understands (a subset of Bigtable's, mirrored by hand).
+#[derive(Debug, Clone)]
+pub enum ModelFilter {
+    PassAll,
+    BlockAll,
+    Family(String),
+    Qualifier(Vec<u8>),
+    ColumnRange(String, Bound<Vec<u8>>, Bound<Vec<u8>>),
+    Timestamps(i64, Option<i64>),
+    PerColumn(usize),
+    Chain(Vec<ModelFilter>),
+}
+
+/// The model database: rows of one table, and each family's max versions.
+#[derive(Debug, Default, Clone)]
+pub struct Model {
+    pub rows: BTreeMap<Vec<u8>, Columns>,
+    pub max_versions: BTreeMap<String, Option<usize>>,
+}
+
+impl Model {
+    /// Applies a row mutation in order, as Bigtable does.
+    pub fn apply(&mut self, key: &[u8], mutations: &[Mutation]) {
+        let families: Vec<String> = self.max_versions.keys().cloned().collect();
+        let row = self.rows.entry(key.to_vec()).or_default();
+        for m in mutations {
+            match m {
+                Mutation::SetCell { family, qualifier, timestamp, value } => {
+                    let col = row.entry((family.clone(), qualifier.to_vec())).or_default();
+                    col.insert(Reverse(timestamp.micros()), value.to_vec());
+                }
+                Mutation::DeleteFromColumn { family, qualifier, range } => {
+                    if let Some(col) = row.get_mut(&(family.clone(), qualifier.to_vec())) {
+                        col.retain(|Reverse(ts), _| !in_range(range, *ts));
+                    }
+                }
+                Mutation::DeleteFromFamily { family } => row.retain(|(f, _), _| f != family),
+                Mutation::DeleteFromRow => row.retain(|(f, _), _| !families.contains(f)),
+            }
+        }
+        row.retain(|_, col| !col.is_empty());
+        if row.is_empty() {
+            self.rows.remove(key);
+        }
+    }
+
+    /// The cells of `row` that survive GC, in model order.
+    fn live_cells(&self, key: &[u8], columns: &Columns) -> Vec<ModelCell> {
+        let mut out = Vec::new();
+        for ((family, q), cells) in columns {
+            let keep = self.max_versions.get(family).copied().flatten().unwrap_or(usize::MAX);
+            for (Reverse(ts), v) in cells.iter().take(keep) {
+                out.push((key.to_vec(), family.clone(), q.clone(), *ts, v.clone()));
+            }
+        }
+        out
+    }
+
+    /// Reads the rows whose keys are `wanted` through `filter`, in key order
+    /// or reversed, at most `limit` rows.
+    pub fn read(
+        &self,
+        wanted: impl Fn(&[u8]) -> bool,
+        filter: &ModelFilter,
+        reverse: bool,
+        limit: Option<usize>,
+    ) -> Vec<Vec<ModelCell>> {
+        let mut rows: Vec<Vec<ModelCell>> = self
+            .rows
+            .iter()
+            .filter(|(k, _)| wanted(k))
+            .map(|(k, cols)| filter.apply(self.live_cells(k, cols)))
+            .filter(|cells| !cells.is_empty())
+            .collect();
+        if reverse {
+            rows.reverse();
+        }
+        rows.truncate(limit.unwrap_or(usize::MAX));
+        rows
+    }
+}
+
+fn in_range(r: &TimeRange, ts: i64) -> bool {
+    ts >= r.start && r.end.is_none_or(|e| ts < e)
+}
+
+impl ModelFilter {
+    pub fn apply(&self, cells: Vec<ModelCell>) -> Vec<ModelCell> {
+        match self {
+            ModelFilter::PassAll => cells,
+            ModelFilter::BlockAll => Vec::new(),
+            ModelFilter::Family(f) => cells.into_iter().filter(|c| &c.1 == f).collect(),
+            ModelFilter::Qualifier(q) => cells.into_iter().filter(|c| &c.2 == q).collect(),
+            ModelFilter::ColumnRange(f, lo, hi) => {
+                cells.into_iter().filter(|c| &c.1 == f && after(lo, &c.2) && before(hi, &c.2)).collect()
+            }
+            ModelFilter::Timestamps(start, end) => {
+                cells.into_iter().filter(|c| c.3 >= *start && end.is_none_or(|e| c.3 < e)).collect()
+            }
+            ModelFilter::PerColumn(n) => {
+                let mut out = Vec::new();
+                let mut column: Option<(String, Vec<u8>)> = None;
+                let mut run = 0;
+                for c in cells {
+                    let this = (c.1.clone(), c.2.clone());
+                    if column.as_ref() == Some(&this) {
+                        run += 1;
+                    } else {
+                        run = 0;
+                        column = Some(this);
+                    }
+                    if run < *n {
+                        out.push(c);
+                    }
+                }
+                out
+            }
+            ModelFilter::Chain(fs) => fs.iter().fold(cells, |cells, f| f.apply(cells)),
+        }
+    }
+}
+
+fn after(lo: &Bound<Vec<u8>>, q: &[u8]) -> bool {
+    match lo {
+        Bound::Included(b) => q >= b.as_slice(),
+        Bound::Excluded(b) => q > b.as_slice(),
+        Bound::Unbounded => true,
+    }
+}
+
+fn before(hi: &Bound<Vec<u8>>, q: &[u8]) -> bool {
+    match hi {
+        Bound::Included(b) => q <= b.as_slice(),
+        Bound::Excluded(b) => q < b.as_slice(),
+        Bound::Unbounded => true,
+    }
+}

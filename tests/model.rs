@@ -1,0 +1,233 @@
+//! The randomized model test: random mutations of all four kinds, random
+//! flushes and reopens, applied both to cellardb and to a plain in-memory
+//! model of Bigtable's semantics; every read compared.
+//!
+//! Seeded and bounded in time (`CELLARDB_MODEL_SECS`, default 6). A failure
+//! prints its seed; `CELLARDB_MODEL_SEED=N` replays that seed alone.
+
+mod common;
+
+use std::ops::Bound;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use cellardb::fs::MemFs;
+use cellardb::{Db, Filter, GcRule, Mutation, Options, RowRange, RowSet, Table, TimeRange};
+use common::model::{Model, ModelCell, ModelFilter};
+
+/// SplitMix64, so a seed means the same run everywhere.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+const KEY_BYTES: [u8; 4] = [b'a', b'b', 0x00, 0xff];
+const QUALIFIERS: [&[u8]; 4] = [b"", b"q0", b"q1", b"q\xff"];
+/// Regexes matching exactly the qualifier of the same index.
+const QUALIFIER_REGEXES: [&str; 4] = ["", "q0", "q1", r"q\xff"];
+const FAMILIES: [&str; 2] = ["cf1", "cf2"];
+
+fn key(rng: &mut Rng) -> Vec<u8> {
+    (0..1 + rng.below(3)).map(|_| *rng.pick(&KEY_BYTES)).collect()
+}
+
+fn timestamp(rng: &mut Rng) -> i64 {
+    1000 * rng.below(8) as i64
+}
+
+fn mutation(rng: &mut Rng) -> Mutation {
+    let family = *rng.pick(&FAMILIES);
+    let q = *rng.pick(&QUALIFIERS);
+    match rng.below(20) {
+        0..=12 => Mutation::set_cell(family, q, timestamp(rng), format!("v{}", rng.below(1000))),
+        13..=15 => {
+            let start = timestamp(rng);
+            let range = if rng.chance(30) {
+                TimeRange::since(start)
+            } else {
+                TimeRange::new(start, start + 1000 * (1 + rng.below(4) as i64))
+            };
+            Mutation::delete_from_column(family, q, range)
+        }
+        16..=18 => Mutation::delete_from_family(family),
+        _ => Mutation::delete_from_row(),
+    }
+}
+
+/// A random filter, as the engine's `Filter` and the model's mirror.
+fn filter(rng: &mut Rng, depth: u32) -> (Filter, ModelFilter) {
+    let choice = if depth > 0 { rng.below(7) } else { rng.below(8) };
+    match choice {
+        0 => (Filter::pass_all(), ModelFilter::PassAll),
+        1 => (Filter::block_all(), ModelFilter::BlockAll),
+        2 => {
+            let f = *rng.pick(&FAMILIES);
+            (Filter::family_name_regex(f), ModelFilter::Family(f.into()))
+        }
+        3 => {
+            let i = rng.below(4) as usize;
+            (Filter::column_qualifier_regex(QUALIFIER_REGEXES[i]), ModelFilter::Qualifier(QUALIFIERS[i].to_vec()))
+        }
+        4 => {
+            let f = *rng.pick(&FAMILIES);
+            let bound = |rng: &mut Rng| {
+                let q = rng.pick(&QUALIFIERS).to_vec();
+                match rng.below(3) {
+                    0 => Bound::Included(q),
+                    1 => Bound::Excluded(q),
+                    _ => Bound::Unbounded,
+                }
+            };
+            let (lo, hi) = (bound(rng), bound(rng));
+            (Filter::column_range(f, lo.clone(), hi.clone()), ModelFilter::ColumnRange(f.into(), lo, hi))
+        }
+        5 => {
+            let start = timestamp(rng);
+            let end = rng.chance(70).then(|| start + 1000 * (1 + rng.below(5) as i64));
+            let range = TimeRange { start, end };
+            (Filter::timestamp_range(range), ModelFilter::Timestamps(start, end))
+        }
+        6 => {
+            let n = 1 + rng.below(3) as u32;
+            (Filter::cells_per_column_limit(n), ModelFilter::PerColumn(n as usize))
+        }
+        _ => {
+            let (a, ma) = filter(rng, depth + 1);
+            let (b, mb) = filter(rng, depth + 1);
+            (Filter::chain([a, b]), ModelFilter::Chain(vec![ma, mb]))
+        }
+    }
+}
+
+/// A random row set, and the membership test the model reads it by.
+fn row_set(rng: &mut Rng) -> (RowSet, Vec<Box<dyn Fn(&[u8]) -> bool>>) {
+    let mut set = RowSet::new();
+    let mut tests: Vec<Box<dyn Fn(&[u8]) -> bool>> = Vec::new();
+    for _ in 0..1 + rng.below(3) {
+        let (a, b) = (key(rng), key(rng));
+        match rng.below(5) {
+            0 => {
+                set = set.key(&a);
+                tests.push(Box::new(move |k| k == a.as_slice()));
+            }
+            1 => {
+                set = set.range(RowRange::prefix(&a));
+                tests.push(Box::new(move |k| k.starts_with(&a)));
+            }
+            2 => {
+                set = set.range(RowRange::closed_open(&a, &b));
+                tests.push(Box::new(move |k| k >= a.as_slice() && k < b.as_slice()));
+            }
+            3 => {
+                set = set.range(RowRange::open_closed(&a, &b));
+                tests.push(Box::new(move |k| k > a.as_slice() && k <= b.as_slice()));
+            }
+            _ => {
+                set = set.range(RowRange::all());
+                tests.push(Box::new(|_| true));
+            }
+        }
+    }
+    (set, tests)
+}
+
+fn engine_read(t: &Table, set: RowSet, f: &Filter, reverse: bool, limit: Option<usize>) -> Vec<Vec<ModelCell>> {
+    let mut read = t.read_rows(set, f);
+    if reverse {
+        read = read.reversed();
+    }
+    if let Some(n) = limit {
+        read = read.limit(n);
+    }
+    let rows = read.collect_rows().expect("read");
+    rows.iter()
+        .map(|r| {
+            r.cells()
+                .map(|(f, q, c)| (r.key.to_vec(), f.to_owned(), q.to_vec(), c.timestamp, c.value.to_vec()))
+                .collect()
+        })
+        .collect()
+}
+
+fn open(path: &Path, fs: &Option<MemFs>) -> (Db, Table) {
+    let mut opts = Options::default().memtable_size(4 << 10).block_size(256);
+    if let Some(fs) = fs {
+        opts = opts.file_system(std::sync::Arc::new(fs.clone()));
+    }
+    let db = opts.open(path).expect("open");
+    let t = match db.table("t") {
+        Ok(t) => t,
+        Err(_) => db.create_table("t", [("cf1", GcRule::none()), ("cf2", GcRule::max_versions(2))]).expect("create"),
+    };
+    (db, t)
+}
+
+fn run_seed(seed: u64, ops: usize) {
+    let mut rng = Rng(seed);
+    let dir = tempfile::tempdir().unwrap();
+    let fs = (seed % 2 == 1).then(MemFs::new);
+    let (mut db, mut t) = open(dir.path(), &fs);
+    let mut model = Model::default();
+    model.max_versions.insert("cf1".into(), None);
+    model.max_versions.insert("cf2".into(), Some(2));
+    for op in 0..ops {
+        let context = format!("seed {seed}, op {op} (replay: CELLARDB_MODEL_SEED={seed})");
+        match rng.below(100) {
+            0..=69 => {
+                let k = key(&mut rng);
+                let muts: Vec<Mutation> = (0..1 + rng.below(4)).map(|_| mutation(&mut rng)).collect();
+                t.mutate_row(&k, muts.clone()).unwrap_or_else(|e| panic!("{context}: write failed: {e}"));
+                model.apply(&k, &muts);
+            }
+            70..=73 => db.flush().unwrap_or_else(|e| panic!("{context}: flush failed: {e}")),
+            74..=75 => {
+                drop(t);
+                drop(db);
+                (db, t) = open(dir.path(), &fs);
+            }
+            _ => {
+                let (set, tests) = row_set(&mut rng);
+                let (f, mf) = filter(&mut rng, 0);
+                let reverse = rng.chance(30);
+                let limit = rng.chance(30).then(|| rng.below(4) as usize);
+                let got = engine_read(&t, set.clone(), &f, reverse, limit);
+                let want = model.read(|k| tests.iter().any(|t| t(k)), &mf, reverse, limit);
+                assert_eq!(got, want, "{context}: read of {set:?} with {f:?}, reverse {reverse}, limit {limit:?}");
+            }
+        }
+    }
+    let all = engine_read(&t, RowSet::all(), &Filter::pass_all(), false, None);
+    assert_eq!(all, model.read(|_| true, &ModelFilter::PassAll, false, None), "seed {seed}: final scan");
+}
+
+#[test]
+fn engine_agrees_with_the_model() {
+    if let Some(seed) = std::env::var("CELLARDB_MODEL_SEED").ok().and_then(|s| s.parse().ok()) {
+        run_seed(seed, 400);
+        return;
+    }
+    let secs = std::env::var("CELLARDB_MODEL_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(6);
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let mut seeds = 0;
+    while seeds < 4 || Instant::now() < deadline {
+        run_seed(seeds, 400);
+        seeds += 1;
+    }
+    eprintln!("model test: {seeds} seeds of 400 operations agreed");
+}

@@ -115,10 +115,13 @@ fn filter(rng: &mut Rng, depth: u32) -> (Filter, ModelFilter) {
     }
 }
 
-/// A random row set, and the membership test the model reads it by.
-fn row_set(rng: &mut Rng) -> (RowSet, Vec<Box<dyn Fn(&[u8]) -> bool>>) {
+/// Whether a row key belongs to a part of a row set.
+type KeyTest = Box<dyn Fn(&[u8]) -> bool>;
+
+/// A random row set, and the membership tests the model reads it by.
+fn row_set(rng: &mut Rng) -> (RowSet, Vec<KeyTest>) {
     let mut set = RowSet::new();
-    let mut tests: Vec<Box<dyn Fn(&[u8]) -> bool>> = Vec::new();
+    let mut tests: Vec<KeyTest> = Vec::new();
     for _ in 0..1 + rng.below(3) {
         let (a, b) = (key(rng), key(rng));
         match rng.below(5) {

@@ -79,15 +79,10 @@ impl InternalKey {
 
 impl Ord for InternalKey {
     fn cmp(&self, other: &Self) -> Ordering {
-        let (ga, sa) = self.kind.rank();
-        let (gb, sb) = other.kind.rank();
-        self.row
-            .cmp(&other.row)
-            .then(ga.cmp(&gb))
-            .then_with(|| self.qualifier.cmp(&other.qualifier))
-            .then(sa.cmp(&sb))
-            .then(other.timestamp.cmp(&self.timestamp))
-            .then(other.seq.cmp(&self.seq))
+        compare_parts(
+            (&self.row, &self.qualifier, self.timestamp, self.seq, self.kind),
+            (&other.row, &other.qualifier, other.timestamp, other.seq, other.kind),
+        )
     }
 }
 
@@ -95,6 +90,68 @@ impl PartialOrd for InternalKey {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
+}
+
+/// An entry whose bytes are borrowed: what the write path, the memtable's
+/// flush and the SSTable writer pass around without copying.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryRef<'a> {
+    /// Row key.
+    pub row: &'a [u8],
+    /// Column qualifier.
+    pub qualifier: &'a [u8],
+    /// Timestamp (a column tombstone's range start).
+    pub timestamp: i64,
+    /// Sequence number.
+    pub seq: u64,
+    /// What the entry is.
+    pub kind: EntryKind,
+    /// Value (a column tombstone's encoded range end).
+    pub value: &'a [u8],
+}
+
+/// Orders two keys given as parts, as [`InternalKey`]'s `Ord` does.
+pub fn compare_parts(a: (&[u8], &[u8], i64, u64, EntryKind), b: (&[u8], &[u8], i64, u64, EntryKind)) -> Ordering {
+    let (ga, sa) = a.4.rank();
+    let (gb, sb) = b.4.rank();
+    a.0.cmp(b.0).then(ga.cmp(&gb)).then_with(|| a.1.cmp(b.1)).then(sa.cmp(&sb)).then(b.2.cmp(&a.2)).then(b.3.cmp(&a.3))
+}
+
+impl EntryRef<'_> {
+    fn parts(&self) -> (&[u8], &[u8], i64, u64, EntryKind) {
+        (self.row, self.qualifier, self.timestamp, self.seq, self.kind)
+    }
+
+    /// Orders by key, as [`InternalKey`] does.
+    pub fn cmp_key(&self, other: &EntryRef<'_>) -> Ordering {
+        compare_parts(self.parts(), other.parts())
+    }
+
+    /// Bytes the entry stands for: key parts, value and 8 for the timestamp.
+    pub fn logical_size(&self) -> usize {
+        self.row.len() + self.qualifier.len() + self.value.len() + 8
+    }
+
+    /// An owned copy.
+    pub fn to_entry(&self) -> Entry {
+        let key = InternalKey {
+            row: Bytes::copy_from_slice(self.row),
+            qualifier: Bytes::copy_from_slice(self.qualifier),
+            timestamp: self.timestamp,
+            seq: self.seq,
+            kind: self.kind,
+        };
+        Entry { key, value: Bytes::copy_from_slice(self.value) }
+    }
+}
+
+/// Encodes a column tombstone's range end as its value: empty for no end.
+pub fn encode_range_end(end: Option<i64>) -> Vec<u8> {
+    let mut value = Vec::new();
+    if let Some(end) = end {
+        crate::coding::put_zigzag(&mut value, end);
+    }
+    value
 }
 
 /// A key and its value.
@@ -115,10 +172,7 @@ impl Entry {
 
     /// A column tombstone over `range`.
     pub fn delete_column(row: Bytes, qualifier: Bytes, range: TimeRange, seq: u64) -> Entry {
-        let mut value = Vec::new();
-        if let Some(end) = range.end {
-            crate::coding::put_zigzag(&mut value, end);
-        }
+        let value = encode_range_end(range.end);
         let key = InternalKey { row, qualifier, timestamp: range.start, seq, kind: EntryKind::DeleteColumn };
         Entry { key, value: value.into() }
     }
@@ -140,9 +194,16 @@ impl Entry {
         Some(TimeRange { start: self.key.timestamp, end: Some(end) })
     }
 
-    /// Bytes the entry stands for: key parts, value and 8 for the timestamp.
-    pub fn logical_size(&self) -> usize {
-        self.key.row.len() + self.key.qualifier.len() + self.value.len() + 8
+    /// The entry as borrowed parts.
+    pub fn as_ref(&self) -> EntryRef<'_> {
+        EntryRef {
+            row: &self.key.row,
+            qualifier: &self.key.qualifier,
+            timestamp: self.key.timestamp,
+            seq: self.key.seq,
+            kind: self.key.kind,
+            value: &self.value,
+        }
     }
 }
 

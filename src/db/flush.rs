@@ -15,7 +15,6 @@ use std::sync::Arc;
 
 use super::Core;
 use super::version::{Schema, SstHandle};
-use crate::iter::{EntrySource, MemIter};
 use crate::manifest::{self, SstMeta};
 use crate::memtable::Memtable;
 use crate::sst::{self, SstOptions, SstReader, SstWriter};
@@ -114,12 +113,7 @@ impl Core {
         let path = self.dir.join(sst::file_name(number));
         let options = SstOptions { block_size: self.opts.block_size, compression: self.opts.compression };
         let mut writer = SstWriter::create(&*self.fs, &path, family, store, options)?;
-        let bounds = (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
-        let mut it = MemIter::new(mem.clone(), store, bounds, false);
-        while let Some(e) = it.current() {
-            writer.add(e)?;
-            it.advance()?;
-        }
+        mem.for_each(store, |e| writer.add(e))?;
         let summary = writer.finish()?;
         let data = self.fs.map(&path).map_err(|e| Error::io(&path, e))?;
         let reader = SstReader::open(&path, data, number)?;

@@ -74,9 +74,9 @@ pub(super) fn recover(dir: &Path, opts: Options) -> Result<Core> {
         let path = dir.join(wal::file_name(number));
         let data = fs.read(&path).map_err(|e| Error::io(&path, e))?;
         let tolerate = opts.recovery == RecoveryMode::TolerateCorruptTail && i + 1 == logs.len();
-        let stats = WalReader::new(&path, &data).replay(tolerate, |entries| {
-            last_seq = last_seq.max(entries.iter().map(|e| e.entry.key.seq).max().unwrap_or(0));
-            replayed.insert(&entries);
+        let stats = WalReader::new(&path, &data).replay(tolerate, |record| {
+            last_seq = last_seq.max(record.entries.iter().map(|e| e.seq).max().unwrap_or(0));
+            replayed.insert(std::slice::from_ref(&record));
             Ok(())
         })?;
         report.logs_replayed += 1;

@@ -16,11 +16,13 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 
 use super::{CommitState, Core};
-use crate::key::Entry;
+use std::borrow::Cow;
+
+use crate::key::{EntryKind, encode_range_end};
 use crate::memtable::Memtable;
 use crate::model::{Mutation, Timestamp};
 use crate::options::Durability;
-use crate::wal::{LogEntry, WalWriter, encode_record};
+use crate::wal::{LogEntry, RowRecord, WalWriter, encode_record};
 use crate::{Error, Result};
 
 use super::version::Schema;
@@ -91,18 +93,18 @@ impl Core {
         }
         let schema = self.current().schema.clone();
         let now = Timestamp::now();
-        let mut records = Vec::new();
-        let mut entries = Vec::new();
+        let mut encoded = Vec::new();
+        let mut staged = Vec::new();
         let mut results: Vec<Vec<Result<()>>> = group
             .iter()
             .map(|w| {
-                w.rows.iter().map(|row| self.stage_row(cs, &schema, row, now, &mut records, &mut entries)).collect()
+                w.rows.iter().map(|row| self.stage_row(cs, &schema, row, now, &mut encoded, &mut staged)).collect()
             })
             .collect();
-        if records.is_empty() {
+        if staged.is_empty() {
             return results;
         }
-        if let Err(e) = self.log_and_apply(cs, &records, &entries) {
+        if let Err(e) = self.log_and_apply(cs, &encoded, &staged) {
             cs.poisoned = Some(e.to_string());
             results.iter_mut().flatten().filter(|r| r.is_ok()).for_each(|r| *r = Err(e.clone()));
             return results;
@@ -115,32 +117,33 @@ impl Core {
         results
     }
 
-    /// Resolves a row against the schema and appends its record and entries.
-    fn stage_row(
+    /// Resolves a row against the schema, encodes its log record and keeps
+    /// it for the memtable.
+    fn stage_row<'a>(
         &self,
         cs: &mut CommitState,
         schema: &Schema,
-        row: &RowWrite,
+        row: &'a RowWrite,
         now: Timestamp,
-        records: &mut Vec<u8>,
-        entries: &mut Vec<LogEntry>,
+        encoded: &mut Vec<u8>,
+        staged: &mut Vec<RowRecord<'a>>,
     ) -> Result<()> {
-        let first_seq = cs.next_seq;
-        let resolved = resolve_row(schema, row, now, first_seq)?;
-        encode_record(records, &row.key, first_seq, &resolved);
+        let record = resolve_row(schema, row, now, cs.next_seq)?;
+        encode_record(encoded, &record);
         cs.next_seq += row.mutations.len() as u64;
-        self.counters.add_logical(resolved.iter().map(|e| e.entry.logical_size() as u64).sum());
-        entries.extend(resolved);
+        let logical: usize = record.entries.iter().map(|e| e.entry_ref(record.row).logical_size()).sum();
+        self.counters.add_logical(logical as u64);
+        staged.push(record);
         Ok(())
     }
 
-    fn log_and_apply(&self, cs: &mut CommitState, records: &[u8], entries: &[LogEntry]) -> Result<()> {
-        cs.wal.append(records)?;
+    fn log_and_apply(&self, cs: &mut CommitState, encoded: &[u8], staged: &[RowRecord<'_>]) -> Result<()> {
+        cs.wal.append(encoded)?;
         if self.opts.durability == Durability::Sync {
             cs.wal.sync()?;
         }
-        self.counters.add_wal(records.len() as u64);
-        cs.mem.insert(entries);
+        self.counters.add_wal(encoded.len() as u64);
+        cs.mem.insert(staged);
         self.visible_seq.store(cs.next_seq - 1, Ordering::Release);
         Ok(())
     }
@@ -174,13 +177,18 @@ impl Core {
     }
 }
 
-/// The entries a row mutation writes, with sequence numbers from
-/// `first_seq`, one per mutation.
+/// The log record of a row mutation: its entries, with sequence numbers
+/// from `first_seq`, one per mutation, borrowing the mutations' bytes.
 ///
 /// # Errors
 /// `Error::NotFound` for an unknown table or family, `Error::InvalidArgument`
 /// for a timestamp the table's granularity does not allow.
-pub(crate) fn resolve_row(schema: &Schema, row: &RowWrite, now: Timestamp, first_seq: u64) -> Result<Vec<LogEntry>> {
+pub(crate) fn resolve_row<'a>(
+    schema: &Schema,
+    row: &'a RowWrite,
+    now: Timestamp,
+    first_seq: u64,
+) -> Result<RowRecord<'a>> {
     let table = schema.table_by_id(row.table).ok_or_else(|| Error::table_not_found(&row.table_name))?;
     let store_of = |family: &str| {
         table
@@ -190,29 +198,36 @@ pub(crate) fn resolve_row(schema: &Schema, row: &RowWrite, now: Timestamp, first
             .map(|f| f.store)
             .ok_or_else(|| Error::family_not_found(&table.name, family))
     };
-    let key = &row.key;
-    let mut out = Vec::with_capacity(row.mutations.len());
+    let tombstone = |store, seq| LogEntry {
+        store,
+        kind: EntryKind::DeleteFamily,
+        seq,
+        qualifier: &[],
+        timestamp: 0,
+        value: Cow::Borrowed(&[]),
+    };
+    let mut entries = Vec::with_capacity(row.mutations.len());
     for (seq, m) in (first_seq..).zip(&row.mutations) {
         match m {
-            Mutation::SetCell { family, qualifier, timestamp, value } => {
-                let ts = timestamp.resolve(now)?;
-                let entry = Entry::put(key.clone(), qualifier.clone(), ts, seq, value.clone());
-                out.push(LogEntry { store: store_of(family)?, entry });
-            }
-            Mutation::DeleteFromColumn { family, qualifier, range } => {
-                let entry = Entry::delete_column(key.clone(), qualifier.clone(), *range, seq);
-                out.push(LogEntry { store: store_of(family)?, entry });
-            }
-            Mutation::DeleteFromFamily { family } => {
-                let entry = Entry::delete_family(key.clone(), seq);
-                out.push(LogEntry { store: store_of(family)?, entry });
-            }
-            Mutation::DeleteFromRow => {
-                for f in &table.families {
-                    out.push(LogEntry { store: f.store, entry: Entry::delete_family(key.clone(), seq) });
-                }
-            }
+            Mutation::SetCell { family, qualifier, timestamp, value } => entries.push(LogEntry {
+                store: store_of(family)?,
+                kind: EntryKind::Put,
+                seq,
+                qualifier,
+                timestamp: timestamp.resolve(now)?,
+                value: Cow::Borrowed(value),
+            }),
+            Mutation::DeleteFromColumn { family, qualifier, range } => entries.push(LogEntry {
+                store: store_of(family)?,
+                kind: EntryKind::DeleteColumn,
+                seq,
+                qualifier,
+                timestamp: range.start,
+                value: Cow::Owned(encode_range_end(range.end)),
+            }),
+            Mutation::DeleteFromFamily { family } => entries.push(tombstone(store_of(family)?, seq)),
+            Mutation::DeleteFromRow => entries.extend(table.families.iter().map(|f| tombstone(f.store, seq))),
         }
     }
-    Ok(out)
+    Ok(RowRecord { row: &row.key, first_seq, entries })
 }

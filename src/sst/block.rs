@@ -158,7 +158,7 @@ mod tests {
 
     fn round_trip(entries: &[Entry]) -> Vec<Entry> {
         let mut b = BlockBuilder::default();
-        entries.iter().for_each(|e| b.add(e));
+        entries.iter().for_each(|e| b.add(e.as_ref()));
         let mut raw = Vec::new();
         b.finish(&mut raw);
         DecodedBlock::decode(raw.into()).unwrap().entries
@@ -179,6 +179,34 @@ mod tests {
         assert_eq!(round_trip(&entries), entries);
     }
 
+    /// The worked example of `docs/format/sstable.md`, byte for byte.
+    #[test]
+    fn worked_example_of_the_format_doc() {
+        let entries = [
+            Entry::put("r1".into(), "a".into(), 2000, 5, "x".into()),
+            Entry::put("r1".into(), "a".into(), 1000, 3, "y".into()),
+            Entry::put("r2".into(), "b".into(), 1000, 4, "zz".into()),
+        ];
+        let mut b = BlockBuilder::default();
+        entries.iter().for_each(|e| b.add(e.as_ref()));
+        let mut raw = Vec::new();
+        b.finish(&mut raw);
+        let expected: Vec<u8> = vec![
+            0x01, 0x03, 0x02, 0x02, // flags (ms), entries, rows, qualifiers
+            0x00, 0x02, b'r', b'1', 0x02, // row "r1": shares 0, suffix "r1", 2 entries
+            0x01, 0x01, b'2', 0x01, // row "r2": shares 1, suffix "2", 1 entry
+            0x01, b'a', 0x01, b'b', // qualifier dictionary
+            0x00, 0x00, 0x00, // kinds: put, put, put
+            0x00, 0x00, 0x01, // qualifier ids
+            0x04, 0x01, 0x00, // timestamps/1000 as zigzag deltas: 2, 1-2, 1-1
+            0x0a, 0x03, 0x02, // sequences as zigzag deltas: 5, 3-5, 4-3
+            0x01, 0x01, 0x02, // value lengths
+            b'x', b'y', b'z', b'z', // values, grouped by qualifier
+        ];
+        assert_eq!(raw, expected);
+        assert_eq!(DecodedBlock::decode(raw.into()).unwrap().entries, entries);
+    }
+
     #[test]
     fn truncated_or_garbled_blocks_are_errors_not_panics() {
         let entries: Vec<Entry> = (0..50)
@@ -193,7 +221,7 @@ mod tests {
             })
             .collect();
         let mut b = BlockBuilder::default();
-        entries.iter().for_each(|e| b.add(e));
+        entries.iter().for_each(|e| b.add(e.as_ref()));
         let mut raw = Vec::new();
         b.finish(&mut raw);
         for cut in 0..raw.len() {

@@ -8,36 +8,98 @@
 //! entry of the same qualifier, so a column of regular measurements becomes a
 //! run of identical small numbers; values of one metric sit next to each
 //! other. Both are what zstd compresses best.
+//!
+//! Entries arrive borrowed and are copied straight into the streams: adding
+//! an entry allocates nothing but the streams' growth.
 
 use std::collections::HashMap;
 
-use bytes::Bytes;
+use xxhash_rust::xxh3::xxh3_64;
 
 use crate::coding::{put_bytes, put_varint, put_zigzag};
-use crate::key::Entry;
+use crate::key::EntryRef;
 
 /// Block flag: timestamps are stored divided by 1000 (all were whole milliseconds).
 pub const FLAG_MILLIS: u8 = 1;
 
-/// Bytes an entry costs in the estimate beyond its key parts and value.
+/// Bytes an entry costs in the size estimate beyond its value.
 const ENTRY_ESTIMATE: usize = 6;
 
-/// Collects the entries of one block and encodes them.
+/// Collects the entries of one block, column-wise, and encodes them.
 #[derive(Debug, Default)]
 pub struct BlockBuilder {
-    entries: Vec<Entry>,
+    row_bytes: Vec<u8>,
+    /// (end offset in `row_bytes`, entries in the row).
+    rows: Vec<(usize, usize)>,
+    qual_bytes: Vec<u8>,
+    /// End offset of each dictionary qualifier in `qual_bytes`.
+    quals: Vec<usize>,
+    /// Qualifier hash → dictionary id (a collision only costs a duplicate entry).
+    qual_index: HashMap<u64, usize>,
+    kinds: Vec<u8>,
+    qids: Vec<usize>,
+    timestamps: Vec<i64>,
+    seqs: Vec<u64>,
+    value_ends: Vec<usize>,
+    values: Vec<u8>,
+    all_millis: bool,
     estimate: usize,
 }
 
 impl BlockBuilder {
     /// Adds the next entry (callers keep entries in key order).
-    pub fn add(&mut self, entry: &Entry) {
-        let new_row = self.entries.last().is_none_or(|last| last.key.row != entry.key.row);
-        self.estimate += ENTRY_ESTIMATE + entry.value.len() + entry.key.qualifier.len() / 4;
-        if new_row {
-            self.estimate += entry.key.row.len() + 2;
+    pub fn add(&mut self, e: EntryRef<'_>) {
+        if self.kinds.is_empty() {
+            self.all_millis = true;
         }
-        self.entries.push(entry.clone());
+        self.add_row(e.row);
+        let qid = self.qualifier_id(e.qualifier);
+        self.kinds.push(e.kind as u8);
+        self.qids.push(qid);
+        self.timestamps.push(e.timestamp);
+        self.all_millis &= e.timestamp % 1000 == 0;
+        self.seqs.push(e.seq);
+        self.values.extend_from_slice(e.value);
+        self.value_ends.push(self.values.len());
+        self.estimate += ENTRY_ESTIMATE + e.value.len();
+    }
+
+    fn add_row(&mut self, row: &[u8]) {
+        let start = row_start(&self.rows);
+        if let Some(last) = self.rows.last_mut()
+            && self.row_bytes[start..last.0] == *row
+        {
+            last.1 += 1;
+            return;
+        }
+        self.row_bytes.extend_from_slice(row);
+        self.rows.push((self.row_bytes.len(), 1));
+        self.estimate += row.len() + 2;
+    }
+
+    fn qualifier_id(&mut self, q: &[u8]) -> usize {
+        if let Some(&last) = self.qids.last()
+            && self.qualifier(last) == q
+        {
+            return last;
+        }
+        let h = xxh3_64(q);
+        if let Some(&id) = self.qual_index.get(&h)
+            && self.qualifier(id) == q
+        {
+            return id;
+        }
+        self.qual_bytes.extend_from_slice(q);
+        self.quals.push(self.qual_bytes.len());
+        let id = self.quals.len() - 1;
+        self.qual_index.entry(h).or_insert(id);
+        self.estimate += q.len() + 1;
+        id
+    }
+
+    fn qualifier(&self, id: usize) -> &[u8] {
+        let start = if id == 0 { 0 } else { self.quals[id - 1] };
+        &self.qual_bytes[start..self.quals[id]]
     }
 
     /// Roughly how many bytes the encoded block would take.
@@ -45,98 +107,104 @@ impl BlockBuilder {
         self.estimate
     }
 
-    /// The last entry added.
-    pub fn last(&self) -> Option<&Entry> {
-        self.entries.last()
-    }
-
     /// Number of entries added.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.kinds.len()
     }
 
     /// Encodes the entries added into `out` and resets the builder.
     pub fn finish(&mut self, out: &mut Vec<u8>) {
-        let entries = std::mem::take(&mut self.entries);
+        let scale = if self.all_millis { 1000 } else { 1 };
+        out.push(if self.all_millis { FLAG_MILLIS } else { 0 });
+        put_varint(out, self.kinds.len() as u64);
+        put_varint(out, self.rows.len() as u64);
+        put_varint(out, self.quals.len() as u64);
+        self.encode_rows(out);
+        for id in 0..self.quals.len() {
+            put_bytes(out, self.qualifier(id));
+        }
+        out.extend_from_slice(&self.kinds);
+        for &qid in &self.qids {
+            put_varint(out, qid as u64);
+        }
+        let mut ts = DeltaByQualifier::new(self.quals.len());
+        for (&t, &qid) in self.timestamps.iter().zip(&self.qids) {
+            put_zigzag(out, ts.delta(qid, t / scale));
+        }
+        let mut seq = DeltaByQualifier::new(self.quals.len());
+        for (&s, &qid) in self.seqs.iter().zip(&self.qids) {
+            put_zigzag(out, seq.delta(qid, s as i64));
+        }
+        let mut start = 0;
+        for &end in &self.value_ends {
+            put_varint(out, (end - start) as u64);
+            start = end;
+        }
+        self.encode_values(out);
+        self.reset();
+    }
+
+    fn encode_rows(&self, out: &mut Vec<u8>) {
+        let mut start = 0;
+        let mut prev: &[u8] = &[];
+        for &(end, run) in &self.rows {
+            let row = &self.row_bytes[start..end];
+            let shared = prev.iter().zip(row).take_while(|(a, b)| a == b).count();
+            put_varint(out, shared as u64);
+            put_bytes(out, &row[shared..]);
+            put_varint(out, run as u64);
+            prev = row;
+            start = end;
+        }
+    }
+
+    /// Values grouped by qualifier id, each group in entry order.
+    fn encode_values(&self, out: &mut Vec<u8>) {
+        let mut group_len = vec![0usize; self.quals.len()];
+        let mut start = 0;
+        for (&end, &qid) in self.value_ends.iter().zip(&self.qids) {
+            group_len[qid] += end - start;
+            start = end;
+        }
+        let base = out.len();
+        let mut cursor = Vec::with_capacity(group_len.len());
+        let mut at = base;
+        for len in &group_len {
+            cursor.push(at);
+            at += len;
+        }
+        out.resize(at, 0);
+        let mut start = 0;
+        for (&end, &qid) in self.value_ends.iter().zip(&self.qids) {
+            let len = end - start;
+            out[cursor[qid]..cursor[qid] + len].copy_from_slice(&self.values[start..end]);
+            cursor[qid] += len;
+            start = end;
+        }
+    }
+
+    fn reset(&mut self) {
+        self.row_bytes.clear();
+        self.rows.clear();
+        self.qual_bytes.clear();
+        self.quals.clear();
+        self.qual_index.clear();
+        self.kinds.clear();
+        self.qids.clear();
+        self.timestamps.clear();
+        self.seqs.clear();
+        self.value_ends.clear();
+        self.values.clear();
         self.estimate = 0;
-        encode(&entries, out);
     }
 }
 
-fn encode(entries: &[Entry], out: &mut Vec<u8>) {
-    let millis = entries.iter().all(|e| e.key.timestamp % 1000 == 0);
-    let scale = if millis { 1000 } else { 1 };
-    let (quals, qids) = qualifier_dictionary(entries);
-    let rows = row_runs(entries);
-
-    out.push(if millis { FLAG_MILLIS } else { 0 });
-    put_varint(out, entries.len() as u64);
-    put_varint(out, rows.len() as u64);
-    put_varint(out, quals.len() as u64);
-    let mut prev_row: &[u8] = &[];
-    for (row, run) in &rows {
-        let shared = common_prefix(prev_row, row);
-        put_varint(out, shared as u64);
-        put_bytes(out, &row[shared..]);
-        put_varint(out, *run as u64);
-        prev_row = row;
+/// Start offset of the last row in the row buffer.
+fn row_start(rows: &[(usize, usize)]) -> usize {
+    match rows.len() {
+        0 | 1 => 0,
+        n => rows[n - 2].0,
     }
-    for q in &quals {
-        put_bytes(out, q);
-    }
-    out.extend(entries.iter().map(|e| e.key.kind as u8));
-    for &qid in &qids {
-        put_varint(out, qid as u64);
-    }
-    let mut ts = DeltaByQualifier::new(quals.len());
-    for (e, &qid) in entries.iter().zip(&qids) {
-        put_zigzag(out, ts.delta(qid, e.key.timestamp / scale));
-    }
-    let mut seq = DeltaByQualifier::new(quals.len());
-    for (e, &qid) in entries.iter().zip(&qids) {
-        put_zigzag(out, seq.delta(qid, e.key.seq as i64));
-    }
-    for e in entries {
-        put_varint(out, e.value.len() as u64);
-    }
-    for qid in 0..quals.len() {
-        for (e, _) in entries.iter().zip(&qids).filter(|&(_, &q)| q == qid) {
-            out.extend_from_slice(&e.value);
-        }
-    }
-}
-
-/// The block's distinct qualifiers in order of first appearance, and each
-/// entry's index into them.
-fn qualifier_dictionary(entries: &[Entry]) -> (Vec<Bytes>, Vec<usize>) {
-    let mut index: HashMap<&[u8], usize> = HashMap::new();
-    let mut quals = Vec::new();
-    let mut qids = Vec::with_capacity(entries.len());
-    for e in entries {
-        let q: &[u8] = &e.key.qualifier;
-        let id = *index.entry(q).or_insert_with(|| {
-            quals.push(e.key.qualifier.clone());
-            quals.len() - 1
-        });
-        qids.push(id);
-    }
-    (quals, qids)
-}
-
-/// Distinct rows in order, each with how many consecutive entries it has.
-fn row_runs(entries: &[Entry]) -> Vec<(Bytes, usize)> {
-    let mut runs: Vec<(Bytes, usize)> = Vec::new();
-    for e in entries {
-        match runs.last_mut() {
-            Some((row, n)) if *row == e.key.row => *n += 1,
-            _ => runs.push((e.key.row.clone(), 1)),
-        }
-    }
-    runs
-}
-
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// Deltas against the previous value of the same qualifier, or against the

@@ -10,7 +10,7 @@ use super::format::{BlockCompression, BlockHandle, Footer, trailer};
 use super::index::{self, IndexEntry};
 use super::props::Properties;
 use crate::fs::{Fs, WritableFile};
-use crate::key::{Entry, EntryKind, InternalKey};
+use crate::key::{EntryKind, EntryRef, InternalKey, compare_parts};
 use crate::options::Compression;
 use crate::{Error, Result};
 
@@ -45,7 +45,7 @@ pub struct SstWriter {
     index: Vec<IndexEntry>,
     row_hashes: Vec<u64>,
     props: Properties,
-    last_key: Option<InternalKey>,
+    last: LastKey,
     buffer: Vec<u8>,
     offset: u64,
 }
@@ -76,7 +76,7 @@ impl SstWriter {
             index: Vec::new(),
             row_hashes: Vec::new(),
             props,
-            last_key: None,
+            last: LastKey::default(),
             buffer: Vec::with_capacity(WRITE_BUFFER),
             offset: 0,
         })
@@ -91,54 +91,54 @@ impl SstWriter {
     ///
     /// # Errors
     /// `Error::InvalidArgument` if `entry` does not sort after the previous one.
-    pub fn add(&mut self, entry: &Entry) -> Result<()> {
-        if let Some(last) = &self.last_key {
-            if *last >= entry.key {
+    pub fn add(&mut self, entry: EntryRef<'_>) -> Result<()> {
+        if self.last.present {
+            if compare_parts(self.last.parts(), parts(&entry)) != std::cmp::Ordering::Less {
                 return Err(Error::InvalidArgument(format!(
                     "SSTable entries out of order at row {:?}",
-                    String::from_utf8_lossy(&entry.key.row)
+                    String::from_utf8_lossy(entry.row)
                 )));
             }
-            if last.row != entry.key.row {
-                self.new_row(&entry.key.row);
+            if self.last.row != entry.row {
+                self.new_row(entry.row);
             }
         } else {
-            self.new_row(&entry.key.row);
-            self.props.first_row = entry.key.row.clone();
+            self.new_row(entry.row);
+            self.props.first_row = Bytes::copy_from_slice(entry.row);
         }
-        self.count(entry);
+        self.count(&entry);
         self.block.add(entry);
-        self.last_key = Some(entry.key.clone());
+        self.last.set(&entry);
         if self.block.estimated_size() >= self.options.block_size {
             self.finish_data_block()?;
         }
         Ok(())
     }
 
-    fn new_row(&mut self, row: &Bytes) {
+    fn new_row(&mut self, row: &[u8]) {
         self.row_hashes.push(bloom::row_hash(row));
         self.props.rows += 1;
     }
 
-    fn count(&mut self, entry: &Entry) {
+    fn count(&mut self, entry: &EntryRef<'_>) {
         let p = &mut self.props;
-        if entry.key.kind == EntryKind::Put {
+        if entry.kind == EntryKind::Put {
             p.cells += 1;
-            p.min_timestamp = p.min_timestamp.min(entry.key.timestamp);
-            p.max_timestamp = p.max_timestamp.max(entry.key.timestamp);
+            p.min_timestamp = p.min_timestamp.min(entry.timestamp);
+            p.max_timestamp = p.max_timestamp.max(entry.timestamp);
         } else {
             p.tombstones += 1;
         }
-        p.min_seq = p.min_seq.min(entry.key.seq);
-        p.max_seq = p.max_seq.max(entry.key.seq);
+        p.min_seq = p.min_seq.min(entry.seq);
+        p.max_seq = p.max_seq.max(entry.seq);
         p.logical_bytes += (entry.logical_size() + p.family.len()) as u64;
     }
 
     fn finish_data_block(&mut self) -> Result<()> {
-        let Some(last) = self.block.last() else {
+        if self.block.len() == 0 {
             return Ok(());
-        };
-        let last_key = last.key.clone();
+        }
+        let last_key = self.last.to_key();
         let entries = self.block.len() as u32;
         let mut raw = Vec::with_capacity(self.block.estimated_size() + 64);
         self.block.finish(&mut raw);
@@ -190,8 +190,8 @@ impl SstWriter {
     /// Writes the index, filter, properties and footer, and syncs the file.
     pub fn finish(mut self) -> Result<SstSummary> {
         self.finish_data_block()?;
-        if let Some(last) = &self.last_key {
-            self.props.last_row = last.row.clone();
+        if self.last.present {
+            self.props.last_row = Bytes::copy_from_slice(&self.last.row);
         }
         if self.props.min_seq == u64::MAX {
             self.props.min_seq = 0;
@@ -204,5 +204,55 @@ impl SstWriter {
         self.flush_buffer()?;
         self.file.sync_data().map_err(|e| Error::io(&self.path, e))?;
         Ok(SstSummary { file_size: self.offset, props: self.props })
+    }
+}
+
+fn parts<'a>(e: &EntryRef<'a>) -> (&'a [u8], &'a [u8], i64, u64, EntryKind) {
+    (e.row, e.qualifier, e.timestamp, e.seq, e.kind)
+}
+
+/// The last key added, in buffers reused from entry to entry.
+#[derive(Debug)]
+struct LastKey {
+    present: bool,
+    row: Vec<u8>,
+    qualifier: Vec<u8>,
+    timestamp: i64,
+    seq: u64,
+    kind: EntryKind,
+}
+
+impl Default for LastKey {
+    fn default() -> Self {
+        LastKey { present: false, row: Vec::new(), qualifier: Vec::new(), timestamp: 0, seq: 0, kind: EntryKind::Put }
+    }
+}
+
+impl LastKey {
+    fn set(&mut self, e: &EntryRef<'_>) {
+        self.present = true;
+        if self.row != e.row {
+            self.row.clear();
+            self.row.extend_from_slice(e.row);
+        }
+        if self.qualifier != e.qualifier {
+            self.qualifier.clear();
+            self.qualifier.extend_from_slice(e.qualifier);
+        }
+        (self.timestamp, self.seq, self.kind) = (e.timestamp, e.seq, e.kind);
+    }
+
+    fn parts(&self) -> (&[u8], &[u8], i64, u64, EntryKind) {
+        (&self.row, &self.qualifier, self.timestamp, self.seq, self.kind)
+    }
+
+    fn to_key(&self) -> InternalKey {
+        InternalKey {
+            row: Bytes::copy_from_slice(&self.row),
+            qualifier: Bytes::copy_from_slice(&self.qualifier),
+            timestamp: self.timestamp,
+            seq: self.seq,
+            kind: self.kind,
+        }
     }
 }

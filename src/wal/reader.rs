@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{FILE_HEADER_LEN, LogEntry, MAGIC, RECORD_HEADER_LEN, VERSION, decode_payload};
+use super::{FILE_HEADER_LEN, MAGIC, RECORD_HEADER_LEN, RowRecord, VERSION, decode_payload};
 use crate::coding::crc32;
 use crate::{Error, Result};
 
@@ -47,7 +47,7 @@ impl<'a> WalReader<'a> {
         Error::corruption(self.path, offset as u64, what)
     }
 
-    /// Calls `apply` with each record's entries in order.
+    /// Calls `apply` with each record in order.
     ///
     /// A damaged record followed by no intact record is a torn tail: if
     /// `tolerate_torn_tail`, replay stops there and reports it; otherwise it is
@@ -56,7 +56,7 @@ impl<'a> WalReader<'a> {
     pub fn replay(
         &self,
         tolerate_torn_tail: bool,
-        mut apply: impl FnMut(Vec<LogEntry>) -> Result<()>,
+        mut apply: impl FnMut(RowRecord<'a>) -> Result<()>,
     ) -> Result<ReplayStats> {
         self.check_header()?;
         let mut stats = ReplayStats::default();
@@ -136,27 +136,55 @@ impl<'a> WalReader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::Entry;
-    use crate::wal::encode_record;
+    use crate::key::EntryKind;
+    use crate::wal::{LogEntry, encode_record};
 
     fn log_of(rows: &[&str]) -> Vec<u8> {
         let mut data = MAGIC.to_vec();
         data.extend_from_slice(&VERSION.to_le_bytes());
         for (i, row) in rows.iter().enumerate() {
             let seq = i as u64 + 1;
-            let e = Entry::put(row.to_string().into(), "q".into(), 1000, seq, "v".into());
-            encode_record(&mut data, row.as_bytes(), seq, &[LogEntry { store: 1, entry: e }]);
+            let entry = LogEntry {
+                store: 1,
+                kind: EntryKind::Put,
+                seq,
+                qualifier: b"q",
+                timestamp: 1000,
+                value: (&b"v"[..]).into(),
+            };
+            encode_record(&mut data, &RowRecord { row: row.as_bytes(), first_seq: seq, entries: vec![entry] });
         }
         data
     }
 
     fn replay(data: &[u8]) -> Result<(Vec<String>, ReplayStats)> {
         let mut rows = Vec::new();
-        let stats = WalReader::new(Path::new("x.log"), data).replay(true, |entries| {
-            rows.push(String::from_utf8_lossy(&entries[0].entry.key.row).into_owned());
+        let stats = WalReader::new(Path::new("x.log"), data).replay(true, |record| {
+            rows.push(String::from_utf8_lossy(record.row).into_owned());
             Ok(())
         })?;
         Ok((rows, stats))
+    }
+
+    /// The worked example of `docs/format/wal.md`, byte for byte.
+    #[test]
+    fn worked_example_of_the_format_doc() {
+        let entry = LogEntry {
+            store: 1,
+            kind: EntryKind::Put,
+            seq: 7,
+            qualifier: b"q",
+            timestamp: 1000,
+            value: (&b"v"[..]).into(),
+        };
+        let mut buf = Vec::new();
+        encode_record(&mut buf, &RowRecord { row: b"r", first_seq: 7, entries: vec![entry] });
+        let expected = [
+            0xd1, 0xe9, 0xd7, 0x6d, 0x14, 0x00, 0x00, 0x00, 0xd5, 0xf0, 0x89, 0x72, // header
+            0x07, 0, 0, 0, 0, 0, 0, 0, 0x01, b'r', 0x01, // first sequence, row, 1 entry
+            0x00, 0x01, 0x00, 0x01, b'q', 0xd0, 0x0f, 0x01, b'v', // put, store 1, +0, "q", 1000, "v"
+        ];
+        assert_eq!(buf, expected);
     }
 
     #[test]

@@ -1,35 +1,69 @@
 //! Encoding of one log record and its payload.
 
-use bytes::Bytes;
+use std::borrow::Cow;
 
 use super::RECORD_HEADER_LEN;
 use crate::coding::{Cursor, DecodeError, crc32, put_bytes, put_varint, put_zigzag};
-use crate::key::{Entry, EntryKind, InternalKey};
+use crate::key::{EntryKind, EntryRef};
 
-/// An entry of a row mutation, with the column family store it belongs to.
+/// A row mutation as the log holds it: the row, the first sequence number,
+/// and the entries it writes. Bytes are borrowed from the caller's mutations
+/// (when writing) or from the log file (when replaying).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LogEntry {
-    /// Store (one column family of one table) the entry is written to.
-    pub store: u32,
-    /// The entry; its sequence number is absolute.
-    pub entry: Entry,
+pub struct RowRecord<'a> {
+    /// Row key.
+    pub row: &'a [u8],
+    /// Sequence number of the row mutation's first mutation.
+    pub first_seq: u64,
+    /// The entries, each with its store and absolute sequence number.
+    pub entries: Vec<LogEntry<'a>>,
 }
 
-/// Appends one record holding a row mutation's entries, which must all name
-/// the same row and carry sequence numbers `first_seq..`.
-pub fn encode_record(buf: &mut Vec<u8>, row: &[u8], first_seq: u64, entries: &[LogEntry]) {
+/// One entry of a row mutation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogEntry<'a> {
+    /// Store (one column family of one table) the entry is written to.
+    pub store: u32,
+    /// What the entry is.
+    pub kind: EntryKind,
+    /// Absolute sequence number.
+    pub seq: u64,
+    /// Column qualifier.
+    pub qualifier: &'a [u8],
+    /// Timestamp, or a column tombstone's range start.
+    pub timestamp: i64,
+    /// Value, or a column tombstone's encoded range end.
+    pub value: Cow<'a, [u8]>,
+}
+
+impl LogEntry<'_> {
+    /// The entry with its row, as the memtable and SSTables order it.
+    pub fn entry_ref<'b>(&'b self, row: &'b [u8]) -> EntryRef<'b> {
+        EntryRef {
+            row,
+            qualifier: self.qualifier,
+            timestamp: self.timestamp,
+            seq: self.seq,
+            kind: self.kind,
+            value: &self.value,
+        }
+    }
+}
+
+/// Appends `record` as one framed log record.
+pub fn encode_record(buf: &mut Vec<u8>, record: &RowRecord<'_>) {
     let start = buf.len();
     buf.extend_from_slice(&[0u8; RECORD_HEADER_LEN]);
-    buf.extend_from_slice(&first_seq.to_le_bytes());
-    put_bytes(buf, row);
-    put_varint(buf, entries.len() as u64);
-    for LogEntry { store, entry } in entries {
-        buf.push(entry.key.kind as u8);
-        put_varint(buf, u64::from(*store));
-        put_varint(buf, entry.key.seq - first_seq);
-        put_bytes(buf, &entry.key.qualifier);
-        put_zigzag(buf, entry.key.timestamp);
-        put_bytes(buf, &entry.value);
+    buf.extend_from_slice(&record.first_seq.to_le_bytes());
+    put_bytes(buf, record.row);
+    put_varint(buf, record.entries.len() as u64);
+    for e in &record.entries {
+        buf.push(e.kind as u8);
+        put_varint(buf, u64::from(e.store));
+        put_varint(buf, e.seq - record.first_seq);
+        put_bytes(buf, e.qualifier);
+        put_zigzag(buf, e.timestamp);
+        put_bytes(buf, &e.value);
     }
     let payload_len = buf.len() - start - RECORD_HEADER_LEN;
     let payload_crc = crc32(&[&buf[start + RECORD_HEADER_LEN..]]);
@@ -40,25 +74,24 @@ pub fn encode_record(buf: &mut Vec<u8>, row: &[u8], first_seq: u64, entries: &[L
     buf[start..start + 4].copy_from_slice(&header_crc.to_le_bytes());
 }
 
-/// Decodes a record's payload (already checksummed) into its entries.
-pub fn decode_payload(payload: &[u8]) -> Result<Vec<LogEntry>, DecodeError> {
+/// Decodes a record's payload (already checksummed), borrowing from it.
+pub fn decode_payload(payload: &[u8]) -> Result<RowRecord<'_>, DecodeError> {
     let mut c = Cursor::new(payload);
     let first_seq = c.u64_le("first sequence")?;
-    let row = Bytes::copy_from_slice(c.length_prefixed("row key")?);
+    let row = c.length_prefixed("row key")?;
     let count = c.len(c.remaining(), "entry count")?;
     let mut entries = Vec::with_capacity(count);
     for _ in 0..count {
         let kind = EntryKind::from_tag(c.u8("entry kind")?).ok_or(c.error("entry kind"))?;
         let store = u32::try_from(c.varint("store")?).map_err(|_| c.error("store"))?;
         let seq = first_seq.checked_add(c.varint("sequence offset")?).ok_or(c.error("sequence offset"))?;
-        let qualifier = Bytes::copy_from_slice(c.length_prefixed("qualifier")?);
+        let qualifier = c.length_prefixed("qualifier")?;
         let timestamp = c.zigzag("timestamp")?;
-        let value = Bytes::copy_from_slice(c.length_prefixed("value")?);
-        let key = InternalKey { row: row.clone(), qualifier, timestamp, seq, kind };
-        entries.push(LogEntry { store, entry: Entry { key, value } });
+        let value = Cow::Borrowed(c.length_prefixed("value")?);
+        entries.push(LogEntry { store, kind, seq, qualifier, timestamp, value });
     }
     if !c.is_empty() {
         return Err(c.error("end of record"));
     }
-    Ok(entries)
+    Ok(RowRecord { row, first_seq, entries })
 }

@@ -1,0 +1,224 @@
+//! Ingest and scan of the balloon workload (`shared/workload.md`):
+//! `bucket-new-cell` and `single-ts-unserialized`, 10 balloons × 1 day,
+//! events in arrival order, one row mutation per event, buffered durability
+//! (the log written to the OS on every write, no fsync), flushed at the end.
+//!
+//! ```text
+//! cargo bench --bench ingest                       # cellardb
+//! cargo bench --bench ingest --features rocksdb    # and RocksDB, same run
+//! ```
+//!
+//! Throughput is in cells; after the first run of each pattern the bench
+//! prints the bytes of SSTables per measurement. With the `rocksdb` feature,
+//! the same events go to RocksDB (zstd level 3, 4 KiB blocks, the Bigtable
+//! key encoding of `shared/anchors.md`) for a side-by-side figure.
+
+use std::hint::black_box;
+use std::path::Path;
+
+use cellardb::workload::{SchemaPattern, Workload};
+use cellardb::{Db, Filter, GcRule, Mutation, Options, RowSet, Table};
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+
+const PATTERNS: [SchemaPattern; 2] = [SchemaPattern::BucketNewCell, SchemaPattern::SingleTsUnserialized];
+
+fn workload() -> Workload {
+    Workload::new(10, 1)
+}
+
+/// The row mutations of the workload in arrival order.
+fn rows(pattern: SchemaPattern) -> Vec<(String, Vec<Mutation>)> {
+    workload().events().flat_map(|e| pattern.mutations(&e)).collect()
+}
+
+fn cells(pattern: SchemaPattern) -> u64 {
+    workload().events_count() * pattern.cells_per_event()
+}
+
+fn open(dir: &Path, pattern: SchemaPattern) -> (Db, Table) {
+    let db = Options::default().open(dir).expect("open");
+    let t = db.create_table("balloons", [(pattern.family(), GcRule::none())]).expect("create");
+    (db, t)
+}
+
+fn load(t: &Table, rows: &[(String, Vec<Mutation>)]) {
+    for (key, mutations) in rows {
+        t.mutate_row(key, mutations.iter().cloned()).expect("write");
+    }
+}
+
+fn bytes_per_measurement(sst_bytes: u64) -> f64 {
+    sst_bytes as f64 / (workload().events_count() * 4) as f64
+}
+
+fn ingest(c: &mut Criterion) {
+    let mut group = c.benchmark_group("ingest");
+    group.sample_size(10);
+    for pattern in PATTERNS {
+        let rows = rows(pattern);
+        group.throughput(Throughput::Elements(cells(pattern)));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (db, t) = open(dir.path(), pattern);
+        load(&t, &rows);
+        db.flush().expect("flush");
+        let sst_bytes = t.stats().expect("stats").sst_bytes();
+        eprintln!(
+            "cellardb {}: {:.2} bytes per measurement after flush",
+            pattern.name(),
+            bytes_per_measurement(sst_bytes)
+        );
+        group.bench_function(format!("cellardb/{}", pattern.name()), |b| {
+            b.iter_batched(
+                || {
+                    let dir = tempfile::tempdir().expect("tempdir");
+                    let (db, t) = open(dir.path(), pattern);
+                    (dir, db, t)
+                },
+                |(dir, db, t)| {
+                    load(&t, &rows);
+                    db.flush().expect("flush");
+                    (dir, db, t)
+                },
+                BatchSize::PerIteration,
+            );
+        });
+        #[cfg(feature = "rocksdb")]
+        rocks::bench_ingest(&mut group, pattern);
+    }
+    group.finish();
+}
+
+fn scan(c: &mut Criterion) {
+    let mut group = c.benchmark_group("scan");
+    group.sample_size(10);
+    for pattern in PATTERNS {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (db, t) = open(dir.path(), pattern);
+        load(&t, &rows(pattern));
+        db.flush().expect("flush");
+        group.throughput(Throughput::Elements(cells(pattern)));
+        group.bench_function(format!("cellardb/{}", pattern.name()), |b| {
+            b.iter(|| {
+                let mut n = 0;
+                for row in t.read_rows(RowSet::all(), &Filter::pass_all()) {
+                    n += row.expect("read").cell_count();
+                }
+                assert_eq!(n as u64, cells(pattern));
+                black_box(n)
+            });
+        });
+        #[cfg(feature = "rocksdb")]
+        rocks::bench_scan(&mut group, pattern);
+    }
+    group.finish();
+}
+
+/// The same workload on RocksDB, as `shared/anchors.md` configures it.
+#[cfg(feature = "rocksdb")]
+mod rocks {
+    use std::path::Path;
+
+    use cellardb::Mutation;
+    use cellardb::workload::SchemaPattern;
+    use criterion::measurement::WallTime;
+    use criterion::{BatchSize, BenchmarkGroup};
+    use rocksdb::{BlockBasedOptions, DB, DBCompressionType, IteratorMode, WriteBatch};
+
+    /// `row ‖ 0 ‖ family ‖ 0 ‖ qualifier ‖ 0 ‖ (u64::MAX − ts) big-endian`.
+    fn key(row: &str, m: &Mutation) -> (Vec<u8>, Vec<u8>) {
+        let Mutation::SetCell { family, qualifier, timestamp, value } = m else {
+            panic!("the workload only sets cells")
+        };
+        let mut k = Vec::with_capacity(row.len() + family.len() + qualifier.len() + 11);
+        k.extend_from_slice(row.as_bytes());
+        k.push(0);
+        k.extend_from_slice(family.as_bytes());
+        k.push(0);
+        k.extend_from_slice(qualifier);
+        k.push(0);
+        k.extend_from_slice(&(u64::MAX - timestamp.micros() as u64).to_be_bytes());
+        (k, value.to_vec())
+    }
+
+    /// One write batch per row mutation.
+    fn batches(pattern: SchemaPattern) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
+        super::rows(pattern).iter().map(|(row, muts)| muts.iter().map(|m| key(row, m)).collect()).collect()
+    }
+
+    pub fn open(dir: &Path) -> DB {
+        let mut opts = rocksdb::Options::default();
+        opts.create_if_missing(true);
+        opts.set_compression_type(DBCompressionType::Zstd);
+        opts.set_bottommost_compression_type(DBCompressionType::Zstd);
+        opts.set_compression_options(-14, 3, 0, 0);
+        opts.set_bottommost_compression_options(-14, 3, 0, 0, true);
+        let mut table = BlockBasedOptions::default();
+        table.set_block_size(4096);
+        opts.set_block_based_table_factory(&table);
+        DB::open(&opts, dir).expect("open rocksdb")
+    }
+
+    fn load(db: &DB, batches: &[Vec<(Vec<u8>, Vec<u8>)>]) {
+        for cells in batches {
+            let mut b = WriteBatch::default();
+            for (k, v) in cells {
+                b.put(k, v);
+            }
+            db.write(b).expect("write");
+        }
+    }
+
+    fn sst_bytes(dir: &Path) -> u64 {
+        std::fs::read_dir(dir)
+            .expect("dir")
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().extension().is_some_and(|x| x == "sst"))
+            .map(|e| e.metadata().map_or(0, |m| m.len()))
+            .sum()
+    }
+
+    pub fn bench_ingest(group: &mut BenchmarkGroup<'_, WallTime>, pattern: SchemaPattern) {
+        let batches = batches(pattern);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = open(dir.path());
+        load(&db, &batches);
+        db.flush().expect("flush");
+        eprintln!(
+            "rocksdb {}: {:.2} bytes per measurement after flush",
+            pattern.name(),
+            super::bytes_per_measurement(sst_bytes(dir.path()))
+        );
+        group.bench_function(format!("rocksdb/{}", pattern.name()), |b| {
+            b.iter_batched(
+                || {
+                    let dir = tempfile::tempdir().expect("tempdir");
+                    let db = open(dir.path());
+                    (dir, db)
+                },
+                |(dir, db)| {
+                    load(&db, &batches);
+                    db.flush().expect("flush");
+                    (dir, db)
+                },
+                BatchSize::PerIteration,
+            );
+        });
+    }
+
+    pub fn bench_scan(group: &mut BenchmarkGroup<'_, WallTime>, pattern: SchemaPattern) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = open(dir.path());
+        load(&db, &batches(pattern));
+        db.flush().expect("flush");
+        group.bench_function(format!("rocksdb/{}", pattern.name()), |b| {
+            b.iter(|| {
+                let n = db.iterator(IteratorMode::Start).map(|kv| kv.expect("read")).count();
+                assert_eq!(n as u64, super::cells(pattern));
+                std::hint::black_box(n)
+            });
+        });
+    }
+}
+
+criterion_group!(benches, ingest, scan);
+criterion_main!(benches);

@@ -118,6 +118,11 @@ pub fn compare_parts(a: (&[u8], &[u8], i64, u64, EntryKind), b: (&[u8], &[u8], i
 }
 
 impl EntryRef<'_> {
+    /// Orders the entry's key against `key`.
+    pub fn cmp_internal(&self, key: &InternalKey) -> Ordering {
+        compare_parts(self.parts(), (&key.row, &key.qualifier, key.timestamp, key.seq, key.kind))
+    }
+
     fn parts(&self) -> (&[u8], &[u8], i64, u64, EntryKind) {
         (self.row, self.qualifier, self.timestamp, self.seq, self.kind)
     }
@@ -130,6 +135,16 @@ impl EntryRef<'_> {
     /// Bytes the entry stands for: key parts, value and 8 for the timestamp.
     pub fn logical_size(&self) -> usize {
         self.row.len() + self.qualifier.len() + self.value.len() + 8
+    }
+
+    /// The range a column tombstone deletes; `None` if the encoded end does
+    /// not decode (the SSTable and log decoders reject such entries first).
+    pub fn delete_range(&self) -> Option<TimeRange> {
+        if self.value.is_empty() {
+            return Some(TimeRange::since(self.timestamp));
+        }
+        let end = crate::coding::Cursor::new(self.value).zigzag("range end").ok()?;
+        Some(TimeRange { start: self.timestamp, end: Some(end) })
     }
 
     /// An owned copy.
@@ -181,17 +196,6 @@ impl Entry {
     pub fn delete_family(row: Bytes, seq: u64) -> Entry {
         let key = InternalKey { row, qualifier: Bytes::new(), timestamp: 0, seq, kind: EntryKind::DeleteFamily };
         Entry { key, value: Bytes::new() }
-    }
-
-    /// The range a column tombstone deletes; `None` if the encoded end does
-    /// not decode (the SSTable and log decoders reject such entries first).
-    pub fn delete_range(&self) -> Option<TimeRange> {
-        if self.value.is_empty() {
-            return Some(TimeRange::since(self.key.timestamp));
-        }
-        let mut c = crate::coding::Cursor::new(&self.value);
-        let end = c.zigzag("range end").ok()?;
-        Some(TimeRange { start: self.key.timestamp, end: Some(end) })
     }
 
     /// The entry as borrowed parts.
@@ -259,8 +263,8 @@ mod tests {
     #[test]
     fn column_tombstones_round_trip_their_range() {
         let e = Entry::delete_column("r".into(), "q".into(), TimeRange::new(1000, 5000), 1);
-        assert_eq!(e.delete_range(), Some(TimeRange::new(1000, 5000)));
+        assert_eq!(e.as_ref().delete_range(), Some(TimeRange::new(1000, 5000)));
         let e = Entry::delete_column("r".into(), "q".into(), TimeRange::since(7000), 1);
-        assert_eq!(e.delete_range(), Some(TimeRange::since(7000)));
+        assert_eq!(e.as_ref().delete_range(), Some(TimeRange::since(7000)));
     }
 }

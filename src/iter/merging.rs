@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 
 use super::EntrySource;
 use crate::Result;
-use crate::key::Entry;
+use crate::key::EntryRef;
 
 /// A source and the rank of its family.
 struct Ranked {
@@ -43,7 +43,7 @@ impl MergingIter {
     }
 
     /// The next entry and its family rank.
-    pub fn current(&self) -> Option<(u16, &Entry)> {
+    pub fn current(&self) -> Option<(u16, EntryRef<'_>)> {
         let s = &self.sources[*self.heap.first()?];
         Some((s.rank, s.source.current()?))
     }
@@ -67,7 +67,7 @@ impl MergingIter {
         let (Some(ea), Some(eb)) = (sa.source.current(), sb.source.current()) else {
             return false;
         };
-        let ord = ea.key.row.cmp(&eb.key.row).then(sa.rank.cmp(&sb.rank)).then_with(|| ea.key.cmp(&eb.key));
+        let ord = ea.row.cmp(eb.row).then(sa.rank.cmp(&sb.rank)).then_with(|| ea.cmp_key(&eb));
         let ord = if self.reverse { ord.reverse() } else { ord };
         ord == Ordering::Less || (ord == Ordering::Equal && self.heap[a] < self.heap[b])
     }

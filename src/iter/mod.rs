@@ -8,20 +8,20 @@ use std::sync::Arc;
 pub use merging::MergingIter;
 
 use crate::Result;
-use crate::key::Entry;
+use crate::key::{Entry, EntryRef};
 use crate::memtable::{KeyBounds, Memtable};
 use crate::sst::SstIter;
 
 /// A positioned stream of entries in key order (or reversed).
 pub trait EntrySource: Send {
     /// The entry under the source, `None` when exhausted.
-    fn current(&self) -> Option<&Entry>;
+    fn current(&self) -> Option<EntryRef<'_>>;
     /// Moves to the next entry.
     fn advance(&mut self) -> Result<()>;
 }
 
 impl EntrySource for SstIter {
-    fn current(&self) -> Option<&Entry> {
+    fn current(&self) -> Option<EntryRef<'_>> {
         SstIter::current(self)
     }
 
@@ -86,8 +86,8 @@ impl MemIter {
 }
 
 impl EntrySource for MemIter {
-    fn current(&self) -> Option<&Entry> {
-        self.chunk.get(self.pos)
+    fn current(&self) -> Option<EntryRef<'_>> {
+        self.chunk.get(self.pos).map(Entry::as_ref)
     }
 
     fn advance(&mut self) -> Result<()> {

@@ -16,16 +16,12 @@
 //! Tombstones precede what they delete in key order (see [`crate::key`]),
 //! so one pass suffices.
 
-use bytes::Bytes;
-
-use super::filter::RowCell;
-use crate::key::{Entry, EntryKind};
+use crate::key::{EntryKind, EntryRef};
 use crate::model::{GcRule, TimeRange};
 
 /// What assembly needs to know about a family.
 #[derive(Debug, Clone)]
 pub(crate) struct FamilyRules<'a> {
-    pub rank: u16,
     pub gc_rule: &'a GcRule,
     /// The read's snapshot: highest sequence number visible.
     pub snapshot: u64,
@@ -33,57 +29,51 @@ pub(crate) struct FamilyRules<'a> {
     pub now: i64,
 }
 
-/// Appends the live cells of one family's entries (one row, key order) to `out`.
+/// Appends to `live` the indices of the live cells among one family's
+/// entries (one row, key order, each with its index).
 pub(crate) fn assemble_family<'e>(
-    entries: impl IntoIterator<Item = &'e Entry>,
+    entries: impl IntoIterator<Item = (usize, EntryRef<'e>)>,
     rules: &FamilyRules<'_>,
-    out: &mut Vec<RowCell>,
+    live: &mut Vec<usize>,
 ) {
     let mut family_deleted_below = 0u64;
-    let mut column: Option<Bytes> = None;
+    let mut column: Option<&[u8]> = None;
     let mut column_tombstones: Vec<(u64, TimeRange)> = Vec::new();
     let mut last_ts: Option<i64> = None;
     let mut version = 0usize;
-    for e in entries {
-        let k = &e.key;
-        if k.seq > rules.snapshot {
+    for (index, e) in entries {
+        if e.seq > rules.snapshot {
             continue; // (S)
         }
-        if k.kind == EntryKind::DeleteFamily {
-            family_deleted_below = family_deleted_below.max(k.seq);
+        if e.kind == EntryKind::DeleteFamily {
+            family_deleted_below = family_deleted_below.max(e.seq);
             continue;
         }
-        if column.as_ref() != Some(&k.qualifier) {
-            column = Some(k.qualifier.clone());
+        if column != Some(e.qualifier) {
+            column = Some(e.qualifier);
             column_tombstones.clear();
             last_ts = None;
             version = 0;
         }
-        if k.kind == EntryKind::DeleteColumn {
+        if e.kind == EntryKind::DeleteColumn {
             if let Some(range) = e.delete_range() {
-                column_tombstones.push((k.seq, range));
+                column_tombstones.push((e.seq, range));
             }
             continue;
         }
-        if last_ts == Some(k.timestamp) {
+        if last_ts == Some(e.timestamp) {
             continue; // (D)
         }
-        last_ts = Some(k.timestamp);
-        let deleted = k.seq < family_deleted_below // (F)
-            || column_tombstones.iter().any(|(s, r)| k.seq < *s && r.contains(k.timestamp)); // (C)
+        last_ts = Some(e.timestamp);
+        let deleted = e.seq < family_deleted_below // (F)
+            || column_tombstones.iter().any(|(s, r)| e.seq < *s && r.contains(e.timestamp)); // (C)
         if deleted {
             continue;
         }
-        let collected = rules.gc_rule.collects(version, k.timestamp, rules.now); // (G)
+        let collected = rules.gc_rule.collects(version, e.timestamp, rules.now); // (G)
         version += 1;
         if !collected {
-            out.push(RowCell {
-                family: rules.rank,
-                qualifier: k.qualifier.clone(),
-                timestamp: k.timestamp,
-                value: e.value.clone(),
-                labels: Vec::new(),
-            });
+            live.push(index);
         }
     }
 }
@@ -91,19 +81,21 @@ pub(crate) fn assemble_family<'e>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::Entry;
 
     fn rules(gc: &GcRule, snapshot: u64) -> FamilyRules<'_> {
-        FamilyRules { rank: 0, gc_rule: gc, snapshot, now: 0 }
+        FamilyRules { gc_rule: gc, snapshot, now: 0 }
     }
 
     fn assemble(mut entries: Vec<Entry>, gc: &GcRule, snapshot: u64) -> Vec<(String, i64, String)> {
         entries.sort_by(|a, b| a.key.cmp(&b.key));
-        let mut out = Vec::new();
-        assemble_family(&entries, &rules(gc, snapshot), &mut out);
-        out.iter()
-            .map(|c| {
-                let s = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
-                (s(&c.qualifier), c.timestamp, s(&c.value))
+        let mut live = Vec::new();
+        assemble_family(entries.iter().map(Entry::as_ref).enumerate(), &rules(gc, snapshot), &mut live);
+        live.iter()
+            .map(|&i| {
+                let e = &entries[i];
+                let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                (s(&e.key.qualifier), e.key.timestamp, s(&e.value))
             })
             .collect()
     }

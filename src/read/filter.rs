@@ -148,31 +148,48 @@ impl Filter {
     }
 
     /// The cells of one row that the filter keeps.
-    pub(crate) fn apply(&self, families: &[String], cells: Vec<RowCell>) -> Vec<RowCell> {
-        let family = |c: &RowCell| families.get(usize::from(c.family)).map_or("", String::as_str);
+    pub(crate) fn apply(&self, row: &RowView<'_>, cells: Vec<RowCell>) -> Vec<RowCell> {
         match self {
             Filter::PassAll => cells,
             Filter::BlockAll => Vec::new(),
-            Filter::Chain(fs) => fs.iter().fold(cells, |cells, f| f.apply(families, cells)),
-            Filter::FamilyNameRegex(p) => retain(cells, |c| p.is_match(family(c).as_bytes())),
-            Filter::ColumnQualifierRegex(p) => retain(cells, |c| p.is_match(&c.qualifier)),
+            Filter::Chain(fs) => fs.iter().fold(cells, |cells, f| f.apply(row, cells)),
+            Filter::FamilyNameRegex(p) => retain(cells, |c| p.is_match(row.family(c).as_bytes())),
+            Filter::ColumnQualifierRegex(p) => retain(cells, |c| p.is_match(row.qualifier(c))),
             Filter::ColumnRange { family: f, start, end } => {
-                retain(cells, |c| family(c) == f && in_bounds(&c.qualifier, start, end))
+                retain(cells, |c| row.family(c) == f && in_bounds(row.qualifier(c), start, end))
             }
             Filter::TimestampRange(r) => retain(cells, |c| r.contains(c.timestamp)),
-            Filter::CellsPerColumnLimit(n) => limit_per_column(cells, *n as usize),
+            Filter::CellsPerColumnLimit(n) => limit_per_column(row, cells, *n as usize),
         }
     }
 }
 
-/// One cell of a row being filtered, in model order.
+/// What filters see of the row besides its cells: the read's family names
+/// (by rank) and the bytes the cells' ranges point into.
+pub(crate) struct RowView<'a> {
+    pub families: &'a [String],
+    pub bytes: &'a [u8],
+}
+
+impl RowView<'_> {
+    fn family(&self, c: &RowCell) -> &str {
+        self.families.get(usize::from(c.family)).map_or("", String::as_str)
+    }
+
+    fn qualifier(&self, c: &RowCell) -> &[u8] {
+        self.bytes.get(c.qualifier.clone()).unwrap_or_default()
+    }
+}
+
+/// One cell of a row being filtered, in model order; qualifier and value
+/// are ranges of the row's buffer ([`RowView::bytes`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RowCell {
     /// Rank of the family in name order (index into the read's family list).
     pub family: u16,
-    pub qualifier: Bytes,
+    pub qualifier: std::ops::Range<usize>,
     pub timestamp: i64,
-    pub value: Bytes,
+    pub value: std::ops::Range<usize>,
     pub labels: Vec<String>,
 }
 
@@ -195,15 +212,16 @@ fn in_bounds(q: &[u8], start: &Bound<Bytes>, end: &Bound<Bytes>) -> bool {
     after_start && before_end
 }
 
-fn limit_per_column(cells: Vec<RowCell>, n: usize) -> Vec<RowCell> {
+fn limit_per_column(row: &RowView<'_>, cells: Vec<RowCell>, n: usize) -> Vec<RowCell> {
     let mut seen = 0;
-    let mut prev: Option<(u16, Bytes)> = None;
+    let mut prev: Option<(u16, &[u8])> = None;
     let mut out = Vec::with_capacity(cells.len());
     for c in cells {
-        let same = prev.as_ref().is_some_and(|(f, q)| *f == c.family && *q == c.qualifier);
+        let q = row.qualifier(&c);
+        let same = prev.is_some_and(|(f, pq)| f == c.family && pq == q);
         seen = if same { seen + 1 } else { 0 };
         if !same {
-            prev = Some((c.family, c.qualifier.clone()));
+            prev = Some((c.family, q));
         }
         if seen < n {
             out.push(c);
@@ -216,46 +234,66 @@ fn limit_per_column(cells: Vec<RowCell>, n: usize) -> Vec<RowCell> {
 mod tests {
     use super::*;
 
-    fn cell(family: u16, q: &'static str, ts: i64) -> RowCell {
-        RowCell { family, qualifier: q.into(), timestamp: ts, value: Bytes::new(), labels: vec![] }
+    /// A row of cells (family rank, qualifier, timestamp) over a buffer
+    /// holding the qualifiers.
+    struct TestRow {
+        families: Vec<String>,
+        bytes: Vec<u8>,
+        cells: Vec<RowCell>,
     }
 
-    fn families() -> Vec<String> {
-        vec!["cf1".into(), "m".into()]
+    impl TestRow {
+        fn new(cells: &[(u16, &str, i64)]) -> TestRow {
+            let mut bytes = Vec::new();
+            let cells = cells
+                .iter()
+                .map(|&(family, q, ts)| {
+                    let start = bytes.len();
+                    bytes.extend_from_slice(q.as_bytes());
+                    RowCell { family, qualifier: start..bytes.len(), timestamp: ts, value: 0..0, labels: vec![] }
+                })
+                .collect();
+            TestRow { families: vec!["cf1".into(), "m".into()], bytes, cells }
+        }
+
+        fn apply(&self, f: &Filter) -> Vec<(u16, String, i64)> {
+            let view = RowView { families: &self.families, bytes: &self.bytes };
+            f.apply(&view, self.cells.clone())
+                .iter()
+                .map(|c| (c.family, String::from_utf8_lossy(view.qualifier(c)).into_owned(), c.timestamp))
+                .collect()
+        }
     }
 
-    fn row() -> Vec<RowCell> {
-        vec![cell(0, "a", 3000), cell(0, "a", 2000), cell(0, "a", 1000), cell(0, "b", 1000), cell(1, "", 5000)]
+    fn row() -> TestRow {
+        TestRow::new(&[(0, "a", 3000), (0, "a", 2000), (0, "a", 1000), (0, "b", 1000), (1, "", 5000)])
     }
 
-    fn keys(cells: &[RowCell]) -> Vec<(u16, &[u8], i64)> {
-        cells.iter().map(|c| (c.family, &c.qualifier[..], c.timestamp)).collect()
+    fn cell(family: u16, q: &str, ts: i64) -> (u16, String, i64) {
+        (family, q.to_owned(), ts)
     }
 
     #[test]
     fn regexes_match_whole_names_only() {
-        let out = Filter::family_name_regex("c").apply(&families(), row());
-        assert!(out.is_empty());
-        let out = Filter::family_name_regex("cf.").apply(&families(), row());
-        assert_eq!(out.len(), 4);
-        let out = Filter::column_qualifier_regex("").apply(&families(), row());
-        assert_eq!(keys(&out), vec![(1, &b""[..], 5000)]);
+        assert!(row().apply(&Filter::family_name_regex("c")).is_empty());
+        assert_eq!(row().apply(&Filter::family_name_regex("cf.")).len(), 4);
+        assert_eq!(row().apply(&Filter::column_qualifier_regex("")), vec![cell(1, "", 5000)]);
     }
 
     #[test]
     fn chain_order_matters_as_in_bigtable() {
         let ts = Filter::timestamp_range(TimeRange::new(1000, 3000));
         let limit = Filter::cells_per_column_limit(1);
-        let a = Filter::chain([ts.clone(), limit.clone()]).apply(&families(), row());
-        assert_eq!(keys(&a), vec![(0, &b"a"[..], 2000), (0, b"b", 1000)]);
-        let b = Filter::chain([limit, ts]).apply(&families(), row());
-        assert_eq!(keys(&b), vec![(0, &b"b"[..], 1000)]);
+        let a = row().apply(&Filter::chain([ts.clone(), limit.clone()]));
+        assert_eq!(a, vec![cell(0, "a", 2000), cell(0, "b", 1000)]);
+        let b = row().apply(&Filter::chain([limit, ts]));
+        assert_eq!(b, vec![cell(0, "b", 1000)]);
     }
 
     #[test]
     fn column_range_names_one_family() {
         let f = Filter::column_range("cf1", Bound::Excluded("a"), Bound::<&str>::Unbounded);
-        assert_eq!(keys(&f.apply(&families(), row())), vec![(0, &b"b"[..], 1000)]);
+        assert_eq!(row().apply(&f), vec![cell(0, "b", 1000)]);
         assert!(f.may_select_family("cf1") && !f.may_select_family("m"));
     }
 

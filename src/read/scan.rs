@@ -1,15 +1,21 @@
-//! Turning a merged entry stream into rows: gather a row's entries, assemble
-//! each family, apply the filter, group into a [`Row`].
+//! Turning a merged entry stream into rows: gather a row's entries into one
+//! buffer, assemble each family, apply the filter, group into a [`Row`].
+//!
+//! Gathering copies each entry's qualifier and value into a per-row buffer
+//! (a qualifier repeated by consecutive entries is stored once). The
+//! returned row's qualifiers and values are slices of that buffer, so a row
+//! costs a handful of allocations whatever its number of cells.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::filter::{Filter, RowCell};
+use super::filter::{Filter, RowCell, RowView};
 use super::{FamilyRules, assemble_family};
 use crate::Result;
 use crate::iter::MergingIter;
-use crate::key::Entry;
+use crate::key::{EntryKind, EntryRef};
 use crate::model::{Cell, Column, Family, GcRule, Row};
 
 /// A family as one read sees it; its index in the read's list is its rank.
@@ -18,6 +24,17 @@ pub(crate) struct FamilyView {
     pub name: String,
     pub store: u32,
     pub gc_rule: GcRule,
+}
+
+/// One entry of the row being gathered; byte ranges point into the buffer.
+#[derive(Debug, Clone)]
+struct Gathered {
+    rank: u16,
+    qualifier: Range<usize>,
+    value: Range<usize>,
+    timestamp: i64,
+    seq: u64,
+    kind: EntryKind,
 }
 
 /// Rows out of a merge of every source of one span of keys.
@@ -29,7 +46,10 @@ pub(crate) struct RowScanner {
     snapshot: u64,
     now: i64,
     reverse: bool,
-    entries: Vec<(u16, Entry)>,
+    key: Vec<u8>,
+    bytes: Vec<u8>,
+    entries: Vec<Gathered>,
+    live: Vec<usize>,
 }
 
 impl RowScanner {
@@ -42,78 +62,136 @@ impl RowScanner {
         reverse: bool,
     ) -> Self {
         let names = Arc::new(families.iter().map(|f| f.name.clone()).collect());
-        RowScanner { merge, families, names, filter, snapshot, now, reverse, entries: Vec::new() }
+        RowScanner {
+            merge,
+            families,
+            names,
+            filter,
+            snapshot,
+            now,
+            reverse,
+            key: Vec::new(),
+            bytes: Vec::new(),
+            entries: Vec::new(),
+            live: Vec::new(),
+        }
     }
 
     /// The next row with at least one cell after deletes, GC and the filter.
     pub fn next_row(&mut self) -> Result<Option<Row>> {
         loop {
-            let Some(key) = self.gather_row()? else {
+            if !self.gather_row()? {
                 return Ok(None);
-            };
-            let cells = self.live_cells();
-            if cells.is_empty() {
+            }
+            self.find_live();
+            if self.live.is_empty() {
                 continue;
             }
-            let cells = self.filter.apply(&self.names, cells);
+            let cells = self.live.iter().map(|&i| self.row_cell(i)).collect();
+            let view = RowView { families: &self.names, bytes: &self.bytes };
+            let cells = self.filter.apply(&view, cells);
             if !cells.is_empty() {
-                return Ok(Some(group(key, cells, &self.names)));
+                return Ok(Some(self.group(cells)));
             }
         }
     }
 
-    /// Collects the next row's entries (in key order) into `self.entries`.
-    fn gather_row(&mut self) -> Result<Option<Bytes>> {
+    /// Copies the next row's entries (in key order) into the buffer; false
+    /// when the merge is exhausted.
+    fn gather_row(&mut self) -> Result<bool> {
         self.entries.clear();
+        self.bytes.clear();
+        self.key.clear();
         let Some((_, first)) = self.merge.current() else {
-            return Ok(None);
+            return Ok(false);
         };
-        let key = first.key.row.clone();
+        self.key.extend_from_slice(first.row);
         while let Some((rank, e)) = self.merge.current() {
-            if e.key.row != key {
+            if e.row != self.key.as_slice() {
                 break;
             }
-            self.entries.push((rank, e.clone()));
+            let qualifier = match self.entries.last() {
+                Some(prev) if &self.bytes[prev.qualifier.clone()] == e.qualifier => prev.qualifier.clone(),
+                _ => append(&mut self.bytes, e.qualifier),
+            };
+            let value = append(&mut self.bytes, e.value);
+            self.entries.push(Gathered { rank, qualifier, value, timestamp: e.timestamp, seq: e.seq, kind: e.kind });
             self.merge.advance()?;
         }
         if self.reverse {
             self.entries.reverse();
         }
-        Ok(Some(key))
+        Ok(true)
     }
 
-    fn live_cells(&self) -> Vec<RowCell> {
-        let mut cells = Vec::new();
-        let mut rest = &self.entries[..];
-        while let Some(&(rank, _)) = rest.first() {
-            let n = rest.iter().take_while(|(r, _)| *r == rank).count();
-            let (family, tail) = rest.split_at(n);
-            rest = tail;
-            let Some(view) = self.families.get(usize::from(rank)) else { continue };
-            let rules = FamilyRules { rank, gc_rule: &view.gc_rule, snapshot: self.snapshot, now: self.now };
-            assemble_family(family.iter().map(|(_, e)| e), &rules, &mut cells);
+    /// The indices of the live cells of the gathered row, family by family.
+    fn find_live(&mut self) {
+        let mut live = std::mem::take(&mut self.live);
+        live.clear();
+        let mut start = 0;
+        while start < self.entries.len() {
+            let rank = self.entries[start].rank;
+            let n = self.entries[start..].iter().take_while(|g| g.rank == rank).count();
+            if let Some(view) = self.families.get(usize::from(rank)) {
+                let rules = FamilyRules { gc_rule: &view.gc_rule, snapshot: self.snapshot, now: self.now };
+                let entries = (start..start + n).map(|i| (i, self.entry(i)));
+                assemble_family(entries, &rules, &mut live);
+            }
+            start += n;
         }
-        cells
+        self.live = live;
+    }
+
+    fn entry(&self, i: usize) -> EntryRef<'_> {
+        let g = &self.entries[i];
+        EntryRef {
+            row: &self.key,
+            qualifier: &self.bytes[g.qualifier.clone()],
+            timestamp: g.timestamp,
+            seq: g.seq,
+            kind: g.kind,
+            value: &self.bytes[g.value.clone()],
+        }
+    }
+
+    fn row_cell(&self, i: usize) -> RowCell {
+        let g = &self.entries[i];
+        RowCell {
+            family: g.rank,
+            qualifier: g.qualifier.clone(),
+            timestamp: g.timestamp,
+            value: g.value.clone(),
+            labels: Vec::new(),
+        }
+    }
+
+    /// Groups cells in model order into a row whose bytes share one buffer.
+    fn group(&mut self, cells: Vec<RowCell>) -> Row {
+        let buffer = Bytes::from(std::mem::take(&mut self.bytes));
+        let mut families: Vec<Family> = Vec::new();
+        let mut ranks: Vec<u16> = Vec::new();
+        for c in cells {
+            if ranks.last() != Some(&c.family) {
+                ranks.push(c.family);
+                let name = self.names.get(usize::from(c.family)).cloned().unwrap_or_default();
+                families.push(Family { name, columns: Vec::new() });
+            }
+            let Some(family) = families.last_mut() else { continue };
+            let qualifier = &buffer[c.qualifier.clone()];
+            if family.columns.last().is_none_or(|col| col.qualifier != qualifier) {
+                family.columns.push(Column { qualifier: buffer.slice(c.qualifier.clone()), cells: Vec::new() });
+            }
+            if let Some(col) = family.columns.last_mut() {
+                col.cells.push(Cell { timestamp: c.timestamp, value: buffer.slice(c.value), labels: c.labels });
+            }
+        }
+        Row { key: Bytes::copy_from_slice(&self.key), families }
     }
 }
 
-/// Groups cells in model order into a row.
-fn group(key: Bytes, cells: Vec<RowCell>, names: &[String]) -> Row {
-    let mut families: Vec<Family> = Vec::new();
-    let mut ranks: Vec<u16> = Vec::new();
-    for c in cells {
-        if ranks.last() != Some(&c.family) {
-            ranks.push(c.family);
-            let name = names.get(usize::from(c.family)).cloned().unwrap_or_default();
-            families.push(Family { name, columns: Vec::new() });
-        }
-        let Some(family) = families.last_mut() else { continue };
-        if family.columns.last().is_none_or(|col| col.qualifier != c.qualifier) {
-            family.columns.push(Column { qualifier: c.qualifier.clone(), cells: Vec::new() });
-        }
-        if let Some(col) = family.columns.last_mut() {
-            col.cells.push(Cell { timestamp: c.timestamp, value: c.value, labels: c.labels });
-        }
-    }
-    Row { key, families }
+/// Appends `bytes` to `buf`, returning where they are.
+fn append(buf: &mut Vec<u8>, bytes: &[u8]) -> Range<usize> {
+    let start = buf.len();
+    buf.extend_from_slice(bytes);
+    start..buf.len()
 }

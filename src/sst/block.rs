@@ -1,35 +1,109 @@
 //! Decoding a data block (see [`super::block_builder`] for the layout).
 //!
-//! A block decodes whole, once, into entries whose values are slices of the
-//! decompressed buffer; the block cache keeps the decoded form, so iteration
-//! forward and backward is indexing into a vector.
+//! A block decodes whole, once, into compact per-entry slots that point into
+//! the decompressed bytes (values, qualifiers) and into one buffer of
+//! rebuilt row keys; the block cache keeps the decoded form, so iteration
+//! forward and backward is indexing, and an entry is handed out as a
+//! borrowed [`EntryRef`] without copying or reference counting.
 
 use bytes::Bytes;
 
 use super::block_builder::{DeltaByQualifier, FLAG_MILLIS};
 use crate::coding::{Cursor, DecodeError};
-use crate::key::{Entry, EntryKind, InternalKey};
+use crate::key::{EntryKind, EntryRef, InternalKey, compare_parts};
+
+/// One entry's fixed-size fields and where its bytes are.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    timestamp: i64,
+    seq: u64,
+    value_start: u32,
+    value_len: u32,
+    row: u32,
+    qualifier: u32,
+    kind: EntryKind,
+}
 
 /// A decoded data block.
 #[derive(Debug)]
 pub struct DecodedBlock {
-    entries: Vec<Entry>,
-    charge: usize,
+    raw: Bytes,
+    row_bytes: Vec<u8>,
+    /// End offset of each distinct row in `row_bytes`.
+    row_ends: Vec<u32>,
+    /// (start, end) of each dictionary qualifier in `raw`.
+    quals: Vec<(u32, u32)>,
+    slots: Vec<Slot>,
 }
 
 impl DecodedBlock {
-    /// The entries, in key order.
-    pub fn entries(&self) -> &[Entry] {
-        &self.entries
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether the block holds no entry.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Entry `i`, borrowed.
+    pub fn entry(&self, i: usize) -> Option<EntryRef<'_>> {
+        let s = self.slots.get(i)?;
+        let row_start = if s.row == 0 { 0 } else { self.row_ends[s.row as usize - 1] as usize };
+        let (q0, q1) = self.quals[s.qualifier as usize];
+        let v0 = s.value_start as usize;
+        Some(EntryRef {
+            row: &self.row_bytes[row_start..self.row_ends[s.row as usize] as usize],
+            qualifier: &self.raw[q0 as usize..q1 as usize],
+            timestamp: s.timestamp,
+            seq: s.seq,
+            kind: s.kind,
+            value: &self.raw[v0..v0 + s.value_len as usize],
+        })
+    }
+
+    /// Every entry in order.
+    pub fn entries(&self) -> impl Iterator<Item = EntryRef<'_>> {
+        (0..self.len()).filter_map(|i| self.entry(i))
+    }
+
+    /// Index of the first entry not less than `key` (`inclusive`) or greater
+    /// than `key` (`!inclusive`): a binary search.
+    pub fn seek(&self, key: &InternalKey, inclusive: bool) -> usize {
+        let target = (&key.row[..], &key.qualifier[..], key.timestamp, key.seq, key.kind);
+        let below = |i: usize| {
+            self.entry(i).is_some_and(|e| {
+                let ord = compare_parts((e.row, e.qualifier, e.timestamp, e.seq, e.kind), target);
+                if inclusive { ord.is_lt() } else { ord.is_le() }
+            })
+        };
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if below(mid) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 
     /// Bytes of memory the block holds, for the cache's budget.
     pub fn charge(&self) -> usize {
-        self.charge
+        self.raw.len()
+            + self.row_bytes.len()
+            + self.slots.len() * std::mem::size_of::<Slot>()
+            + self.row_ends.len() * 4
+            + self.quals.len() * 8
     }
 
     /// Decodes the raw (decompressed) block `raw`.
     pub fn decode(raw: Bytes) -> Result<DecodedBlock, DecodeError> {
+        if u32::try_from(raw.len()).is_err() {
+            return Err(DecodeError { offset: 0, what: "block larger than 4 GiB" });
+        }
         let mut c = Cursor::new(&raw);
         let flags = c.u8("block flags")?;
         if flags & !FLAG_MILLIS != 0 {
@@ -40,78 +114,74 @@ impl DecodedBlock {
         let n = c.len(raw.len(), "entry count")?;
         let row_count = c.len(n, "row count")?;
         let qual_count = c.len(n, "qualifier count")?;
-        let rows = decode_rows(&mut c, &raw, row_count, n)?;
-        let quals = (0..qual_count)
-            .map(|_| c.length_prefixed("qualifier").map(|q| raw.slice_ref(q)))
-            .collect::<Result<Vec<_>, _>>()?;
+        let (row_bytes, row_ends, row_of) = decode_rows(&mut c, row_count, n)?;
+        let mut quals = Vec::with_capacity(qual_count);
+        for _ in 0..qual_count {
+            let len = c.len(c.remaining(), "qualifier")?;
+            let start = c.position();
+            c.bytes(len, "qualifier")?;
+            quals.push((start as u32, (start + len) as u32));
+        }
         let kinds = c.bytes(n, "kinds")?;
-        let qids =
-            (0..n).map(|_| c.len(qual_count.saturating_sub(1), "qualifier id")).collect::<Result<Vec<_>, _>>()?;
         if qual_count == 0 && n > 0 {
             return Err(c.error("qualifier dictionary is empty"));
         }
+        let qids = (0..n).map(|_| c.len(qual_count.saturating_sub(1), "qualifier id")).collect::<Result<Vec<_>, _>>()?;
         let timestamps = decode_deltas(&mut c, &qids, qual_count, "timestamp")?;
         let seqs = decode_deltas(&mut c, &qids, qual_count, "sequence")?;
         let value_lens = (0..n).map(|_| c.len(c.remaining(), "value length")).collect::<Result<Vec<_>, _>>()?;
-        let values = slice_values(&mut c, &raw, &qids, &value_lens, qual_count)?;
+        let value_starts = value_offsets(&mut c, &qids, &value_lens, qual_count)?;
         if !c.is_empty() {
             return Err(c.error("end of block"));
         }
-        let mut entries = Vec::with_capacity(n);
-        let mut row_iter = rows.iter().flat_map(|(row, run)| std::iter::repeat_n(row, *run));
+        let mut slots = Vec::with_capacity(n);
         for i in 0..n {
             let kind = EntryKind::from_tag(kinds[i]).ok_or(DecodeError { offset: 0, what: "entry kind" })?;
-            let row = row_iter.next().ok_or(DecodeError { offset: 0, what: "row runs shorter than entries" })?;
-            let key = InternalKey {
-                row: row.clone(),
-                qualifier: quals[qids[i]].clone(),
-                timestamp: timestamps[i].checked_mul(scale).ok_or(DecodeError { offset: 0, what: "timestamp" })?,
+            let timestamp =
+                timestamps[i].checked_mul(scale).ok_or(DecodeError { offset: 0, what: "timestamp out of range" })?;
+            slots.push(Slot {
+                timestamp,
                 seq: seqs[i] as u64,
+                value_start: value_starts[i] as u32,
+                value_len: value_lens[i] as u32,
+                row: row_of[i],
+                qualifier: qids[i] as u32,
                 kind,
-            };
-            entries.push(Entry { key, value: values[i].clone() });
+            });
         }
-        let charge = raw.len() + n * std::mem::size_of::<Entry>() + rows.iter().map(|(r, _)| r.len()).sum::<usize>();
-        Ok(DecodedBlock { entries, charge })
+        Ok(DecodedBlock { raw, row_bytes, row_ends, quals, slots })
     }
 }
 
-fn decode_rows(
-    c: &mut Cursor<'_>,
-    raw: &Bytes,
-    count: usize,
-    entries: usize,
-) -> Result<Vec<(Bytes, usize)>, DecodeError> {
-    let mut rows: Vec<(Bytes, usize)> = Vec::with_capacity(count);
-    let mut total = 0usize;
-    for _ in 0..count {
-        let prev: &[u8] = rows.last().map_or(&[], |(r, _)| r);
-        let shared = c.len(prev.len(), "row shared prefix")?;
+type Rows = (Vec<u8>, Vec<u32>, Vec<u32>);
+
+/// The rebuilt row keys, each one's end offset, and each entry's row index.
+fn decode_rows(c: &mut Cursor<'_>, count: usize, entries: usize) -> Result<Rows, DecodeError> {
+    let mut row_bytes = Vec::new();
+    let mut row_ends: Vec<u32> = Vec::with_capacity(count);
+    let mut row_of = Vec::with_capacity(entries);
+    for r in 0..count {
+        let prev_start = if r < 2 { 0 } else { row_ends[r - 2] as usize };
+        let prev_len = row_bytes.len() - prev_start;
+        let shared = c.len(prev_len, "row shared prefix")?;
         let suffix = c.length_prefixed("row suffix")?;
-        let run = c.len(entries - total, "row run")?;
-        total += run;
-        let row = if shared == 0 {
-            raw.slice_ref(suffix)
-        } else {
-            let mut key = Vec::with_capacity(shared + suffix.len());
-            key.extend_from_slice(&prev[..shared]);
-            key.extend_from_slice(suffix);
-            Bytes::from(key)
-        };
-        rows.push((row, run));
+        if shared + suffix.len() > crate::limits::MAX_ROW_KEY {
+            return Err(c.error("row key longer than the 4 KiB limit"));
+        }
+        let run = c.len(entries - row_of.len(), "row run")?;
+        row_bytes.extend_from_within(prev_start..prev_start + shared);
+        row_bytes.extend_from_slice(suffix);
+        let end = u32::try_from(row_bytes.len()).map_err(|_| c.error("row keys"))?;
+        row_ends.push(end);
+        row_of.extend(std::iter::repeat_n(r as u32, run));
     }
-    if total != entries {
+    if row_of.len() != entries {
         return Err(c.error("row runs do not add up to the entry count"));
     }
-    Ok(rows)
+    Ok((row_bytes, row_ends, row_of))
 }
 
-fn decode_deltas(
-    c: &mut Cursor<'_>,
-    qids: &[usize],
-    quals: usize,
-    what: &'static str,
-) -> Result<Vec<i64>, DecodeError> {
+fn decode_deltas(c: &mut Cursor<'_>, qids: &[usize], quals: usize, what: &'static str) -> Result<Vec<i64>, DecodeError> {
     let mut base = DeltaByQualifier::new(quals);
     qids.iter()
         .map(|&qid| {
@@ -122,13 +192,8 @@ fn decode_deltas(
         .collect()
 }
 
-fn slice_values(
-    c: &mut Cursor<'_>,
-    raw: &Bytes,
-    qids: &[usize],
-    lens: &[usize],
-    quals: usize,
-) -> Result<Vec<Bytes>, DecodeError> {
+/// Each entry's value offset in the block: values are grouped by qualifier.
+fn value_offsets(c: &mut Cursor<'_>, qids: &[usize], lens: &[usize], quals: usize) -> Result<Vec<usize>, DecodeError> {
     let mut group_len = vec![0usize; quals];
     for (&qid, &len) in qids.iter().zip(lens) {
         group_len[qid] = group_len[qid].checked_add(len).ok_or(c.error("value lengths"))?;
@@ -144,7 +209,7 @@ fn slice_values(
         .map(|(&qid, &len)| {
             let start = cursor[qid];
             cursor[qid] += len;
-            raw.slice(start..start + len)
+            start
         })
         .collect())
 }
@@ -161,7 +226,7 @@ mod tests {
         entries.iter().for_each(|e| b.add(e.as_ref()));
         let mut raw = Vec::new();
         b.finish(&mut raw);
-        DecodedBlock::decode(raw.into()).unwrap().entries
+        DecodedBlock::decode(raw.into()).unwrap().entries().map(|e| e.to_entry()).collect()
     }
 
     #[test]
@@ -204,7 +269,8 @@ mod tests {
             b'x', b'y', b'z', b'z', // values, grouped by qualifier
         ];
         assert_eq!(raw, expected);
-        assert_eq!(DecodedBlock::decode(raw.into()).unwrap().entries, entries);
+        let decoded: Vec<Entry> = DecodedBlock::decode(raw.into()).unwrap().entries().map(|e| e.to_entry()).collect();
+        assert_eq!(decoded, entries);
     }
 
     #[test]

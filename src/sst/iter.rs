@@ -7,7 +7,7 @@ use super::block::DecodedBlock;
 use super::reader::SstReader;
 use crate::Result;
 use crate::cache::BlockCache;
-use crate::key::{Entry, InternalKey};
+use crate::key::{EntryRef, InternalKey};
 
 /// Entries of one SSTable between two key bounds, in key order or reversed.
 pub struct SstIter {
@@ -40,8 +40,8 @@ impl SstIter {
     }
 
     /// The entry under the iterator, or `None` once past the bounds.
-    pub fn current(&self) -> Option<&Entry> {
-        self.block.as_ref()?.entries().get(self.pos)
+    pub fn current(&self) -> Option<EntryRef<'_>> {
+        self.block.as_ref()?.entry(self.pos)
     }
 
     /// Moves to the next entry in the iterator's direction.
@@ -66,7 +66,7 @@ impl SstIter {
     }
 
     fn block_len(&self) -> usize {
-        self.block.as_ref().map_or(0, |b| b.entries().len())
+        self.block.as_ref().map_or(0, |b| b.len())
     }
 
     fn seek_first(&mut self) -> Result<()> {
@@ -80,11 +80,11 @@ impl SstIter {
             return Ok(());
         }
         self.load(i)?;
-        let entries = self.block.as_ref().map_or(&[][..], |b| b.entries());
+        let Some(block) = &self.block else { return Ok(()) };
         self.pos = match &self.lo {
             Bound::Unbounded => 0,
-            Bound::Included(k) => entries.partition_point(|e| e.key < *k),
-            Bound::Excluded(k) => entries.partition_point(|e| e.key <= *k),
+            Bound::Included(k) => block.seek(k, true),
+            Bound::Excluded(k) => block.seek(k, false),
         };
         self.skip_forward()?;
         self.check_bounds();
@@ -115,11 +115,11 @@ impl SstIter {
         }
         .min(index.len() - 1);
         self.load(i)?;
-        let entries = self.block.as_ref().map_or(&[][..], |b| b.entries());
+        let Some(block) = &self.block else { return Ok(()) };
         let after = match &self.hi {
-            Bound::Unbounded => entries.len(),
-            Bound::Included(k) => entries.partition_point(|e| e.key <= *k),
-            Bound::Excluded(k) => entries.partition_point(|e| e.key < *k),
+            Bound::Unbounded => block.len(),
+            Bound::Included(k) => block.seek(k, false),
+            Bound::Excluded(k) => block.seek(k, true),
         };
         // Position one past the candidate, then step back onto it.
         self.pos = after;
@@ -151,14 +151,14 @@ impl SstIter {
         let outside = if self.reverse {
             match &self.lo {
                 Bound::Unbounded => false,
-                Bound::Included(k) => e.key < *k,
-                Bound::Excluded(k) => e.key <= *k,
+                Bound::Included(k) => e.cmp_internal(k).is_lt(),
+                Bound::Excluded(k) => e.cmp_internal(k).is_le(),
             }
         } else {
             match &self.hi {
                 Bound::Unbounded => false,
-                Bound::Included(k) => e.key > *k,
-                Bound::Excluded(k) => e.key >= *k,
+                Bound::Included(k) => e.cmp_internal(k).is_gt(),
+                Bound::Excluded(k) => e.cmp_internal(k).is_ge(),
             }
         };
         if outside {

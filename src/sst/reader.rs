@@ -159,21 +159,24 @@ impl SstReader {
     /// # Errors
     /// `Error::Corruption` naming the offset of the first bad block.
     pub fn verify(&self) -> Result<u64> {
-        let mut last: Option<crate::key::InternalKey> = None;
+        let mut last: Option<crate::key::Entry> = None;
         let mut count = 0u64;
         for (i, ie) in self.index.iter().enumerate() {
             let block = self.block(i, None)?;
-            let order_fault = |what: &str| Error::corruption(&self.path, ie.handle.offset, what);
+            let fault = |what: &str| Error::corruption(&self.path, ie.handle.offset, what);
+            let mut prev = last.as_ref().map(crate::key::Entry::as_ref);
             for e in block.entries() {
-                if last.as_ref().is_some_and(|l| *l >= e.key) {
-                    return Err(order_fault("keys out of order"));
+                if prev.is_some_and(|p| p.cmp_key(&e).is_ge()) {
+                    return Err(fault("keys out of order"));
                 }
-                last = Some(e.key.clone());
+                prev = Some(e);
             }
-            if last.as_ref() != Some(&ie.last_key) || block.entries().len() != ie.entries as usize {
-                return Err(order_fault("block disagrees with its index entry"));
+            let block_last = block.entry(block.len().wrapping_sub(1));
+            if block_last.is_none_or(|l| l.cmp_internal(&ie.last_key).is_ne()) || block.len() != ie.entries as usize {
+                return Err(fault("block disagrees with its index entry"));
             }
-            count += block.entries().len() as u64;
+            last = block_last.map(|l| l.to_entry());
+            count += block.len() as u64;
         }
         Ok(count)
     }

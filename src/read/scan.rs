@@ -50,6 +50,8 @@ pub(crate) struct RowScanner {
     bytes: Vec<u8>,
     entries: Vec<Gathered>,
     live: Vec<usize>,
+    /// Reused from row to row.
+    cells: Vec<RowCell>,
 }
 
 impl RowScanner {
@@ -74,6 +76,7 @@ impl RowScanner {
             bytes: Vec::new(),
             entries: Vec::new(),
             live: Vec::new(),
+            cells: Vec::new(),
         }
     }
 
@@ -87,11 +90,15 @@ impl RowScanner {
             if self.live.is_empty() {
                 continue;
             }
-            let cells = self.live.iter().map(|&i| self.row_cell(i)).collect();
+            let mut cells = std::mem::take(&mut self.cells);
+            cells.clear();
+            cells.extend(self.live.iter().map(|&i| self.row_cell(i)));
             let view = RowView { families: &self.names, bytes: &self.bytes };
-            let cells = self.filter.apply(&view, cells);
-            if !cells.is_empty() {
-                return Ok(Some(self.group(cells)));
+            let mut cells = self.filter.apply(&view, cells);
+            let row = (!cells.is_empty()).then(|| self.group(&mut cells));
+            self.cells = cells;
+            if row.is_some() {
+                return Ok(row);
             }
         }
     }
@@ -166,11 +173,12 @@ impl RowScanner {
     }
 
     /// Groups cells in model order into a row whose bytes share one buffer.
-    fn group(&mut self, cells: Vec<RowCell>) -> Row {
-        let buffer = Bytes::from(std::mem::take(&mut self.bytes));
+    fn group(&mut self, cells: &mut Vec<RowCell>) -> Row {
+        let capacity = self.bytes.len();
+        let buffer = Bytes::from(std::mem::replace(&mut self.bytes, Vec::with_capacity(capacity)));
         let mut families: Vec<Family> = Vec::new();
         let mut ranks: Vec<u16> = Vec::new();
-        for c in cells {
+        for c in cells.drain(..) {
             if ranks.last() != Some(&c.family) {
                 ranks.push(c.family);
                 let name = self.names.get(usize::from(c.family)).cloned().unwrap_or_default();

@@ -19,6 +19,9 @@ pub struct SstIter {
     block_idx: usize,
     block: Option<Arc<DecodedBlock>>,
     pos: usize,
+    /// Whether the far bound lies beyond the current block, so its entries
+    /// need no bound check.
+    block_inside: bool,
 }
 
 impl SstIter {
@@ -30,7 +33,7 @@ impl SstIter {
         (lo, hi): (Bound<InternalKey>, Bound<InternalKey>),
         reverse: bool,
     ) -> Result<SstIter> {
-        let mut it = SstIter { reader, cache, lo, hi, reverse, block_idx: 0, block: None, pos: 0 };
+        let mut it = SstIter { reader, cache, lo, hi, reverse, block_idx: 0, block: None, pos: 0, block_inside: false };
         if reverse {
             it.seek_last()?;
         } else {
@@ -61,7 +64,10 @@ impl SstIter {
 
     fn load(&mut self, i: usize) -> Result<()> {
         self.block_idx = i;
-        self.block = Some(self.reader.block(i, self.cache.as_deref())?);
+        let block = self.reader.block(i, self.cache.as_deref())?;
+        let edge = if self.reverse { block.entry(0) } else { block.entry(block.len().wrapping_sub(1)) };
+        self.block_inside = edge.is_some_and(|e| !self.outside(&e));
+        self.block = Some(block);
         Ok(())
     }
 
@@ -147,8 +153,18 @@ impl SstIter {
 
     /// Ends the iteration once the current entry is outside the far bound.
     fn check_bounds(&mut self) {
+        if self.block_inside {
+            return;
+        }
         let Some(e) = self.current() else { return };
-        let outside = if self.reverse {
+        if self.outside(&e) {
+            self.block = None;
+        }
+    }
+
+    /// Whether `e` lies beyond the far bound of the iteration's direction.
+    fn outside(&self, e: &EntryRef<'_>) -> bool {
+        if self.reverse {
             match &self.lo {
                 Bound::Unbounded => false,
                 Bound::Included(k) => e.cmp_internal(k).is_lt(),
@@ -160,9 +176,6 @@ impl SstIter {
                 Bound::Included(k) => e.cmp_internal(k).is_gt(),
                 Bound::Excluded(k) => e.cmp_internal(k).is_ge(),
             }
-        };
-        if outside {
-            self.block = None;
         }
     }
 }

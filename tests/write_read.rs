@@ -344,3 +344,59 @@ fn data_spanning_many_flushes_and_blocks_reads_back_whole() {
     backward.reverse();
     assert_eq!(backward, expected);
 }
+
+#[test]
+fn options_change_the_layout_not_the_contents() {
+    let write = |opts: cellardb::Options| {
+        let dir = tempfile::tempdir().unwrap();
+        let db = opts.open(dir.path()).unwrap();
+        let t = db.create_table("t", [("cf1", GcRule::none())]).unwrap();
+        for i in 0..2000 {
+            t.mutate_row(
+                format!("row{:04}", i % 200),
+                [Mutation::set_cell("cf1", "q", 1000 * i, format!("{}", 90_000 + i % 7))],
+            )
+            .unwrap();
+        }
+        db.flush().unwrap();
+        let cells = scan_all(&t);
+        let stats = t.stats().unwrap();
+        (cells, stats.sst_bytes(), stats.families[0].sst_files)
+    };
+    let (base, zstd_bytes, _) = write(cellardb::Options::default());
+    let (raw, raw_bytes, _) = write(cellardb::Options::default().compression(cellardb::Compression::None));
+    let (small, _, _) = write(cellardb::Options::default().block_size(256).memtable_size(8 << 10));
+    assert_eq!(base.len(), 2000);
+    assert_eq!(raw, base);
+    assert_eq!(small, base);
+    assert!(zstd_bytes < raw_bytes, "zstd {zstd_bytes} bytes, raw {raw_bytes}");
+}
+
+#[test]
+fn handles_are_shareable_across_threads() {
+    fn shareable<T: Send + Sync + Clone + 'static>() {}
+    shareable::<cellardb::Db>();
+    shareable::<cellardb::Table>();
+    fn sendable<T: Send>() {}
+    sendable::<cellardb::RowIter>();
+}
+
+#[test]
+fn stats_report_what_was_written_and_flushed() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("cf1", GcRule::none()), ("cf2", GcRule::none())]).unwrap();
+    for i in 0..100 {
+        t.mutate_row(format!("r{i}"), [Mutation::set_cell("cf1", "q", 1000, "v"), Mutation::delete_from_row()])
+            .unwrap();
+    }
+    let s = db.stats().unwrap();
+    assert_eq!(s.last_sequence, 200, "one sequence number per mutation");
+    assert!(s.memtable_bytes > 0 && s.wal_bytes_written > s.logical_bytes_written / 2);
+    db.flush().unwrap();
+    let s = db.stats().unwrap();
+    assert_eq!(s.memtable_bytes, 0);
+    let families = &s.tables[0].families;
+    assert_eq!((families[0].sst_files, families[0].cells, families[0].tombstones), (1, 100, 100));
+    assert_eq!((families[1].sst_files, families[1].cells, families[1].tombstones), (1, 0, 100));
+    assert_eq!(s.flush_bytes_written, s.tables[0].sst_bytes());
+}

@@ -126,7 +126,8 @@ impl DecodedBlock {
         if qual_count == 0 && n > 0 {
             return Err(c.error("qualifier dictionary is empty"));
         }
-        let qids = (0..n).map(|_| c.len(qual_count.saturating_sub(1), "qualifier id")).collect::<Result<Vec<_>, _>>()?;
+        let qids =
+            (0..n).map(|_| c.len(qual_count.saturating_sub(1), "qualifier id")).collect::<Result<Vec<_>, _>>()?;
         let timestamps = decode_deltas(&mut c, &qids, qual_count, "timestamp")?;
         let seqs = decode_deltas(&mut c, &qids, qual_count, "sequence")?;
         let value_lens = (0..n).map(|_| c.len(c.remaining(), "value length")).collect::<Result<Vec<_>, _>>()?;
@@ -181,7 +182,12 @@ fn decode_rows(c: &mut Cursor<'_>, count: usize, entries: usize) -> Result<Rows,
     Ok((row_bytes, row_ends, row_of))
 }
 
-fn decode_deltas(c: &mut Cursor<'_>, qids: &[usize], quals: usize, what: &'static str) -> Result<Vec<i64>, DecodeError> {
+fn decode_deltas(
+    c: &mut Cursor<'_>,
+    qids: &[usize],
+    quals: usize,
+    what: &'static str,
+) -> Result<Vec<i64>, DecodeError> {
     let mut base = DeltaByQualifier::new(quals);
     qids.iter()
         .map(|&qid| {

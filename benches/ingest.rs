@@ -8,10 +8,10 @@
 //! cargo bench --bench ingest --features rocksdb    # and RocksDB, same run
 //! ```
 //!
-//! Throughput is in cells; after the first run of each pattern the bench
-//! prints the bytes of SSTables per measurement. With the `rocksdb` feature,
-//! the same events go to RocksDB (zstd level 3, 4 KiB blocks, the Bigtable
-//! key encoding of `shared/anchors.md`) for a side-by-side figure.
+//! Throughput is in cells; before timing each pattern the bench prints the
+//! bytes of SSTables per measurement. With the `rocksdb` feature, the same
+//! events go to RocksDB (`cellardb::baseline`: zstd level 3, 4 KiB blocks,
+//! the Bigtable key encoding of `shared/anchors.md`) for a side-by-side figure.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -113,81 +113,33 @@ fn scan(c: &mut Criterion) {
     group.finish();
 }
 
-/// The same workload on RocksDB, as `shared/anchors.md` configures it.
+/// The same workload on RocksDB (`cellardb::baseline`).
 #[cfg(feature = "rocksdb")]
 mod rocks {
-    use std::path::Path;
-
-    use cellardb::Mutation;
+    use cellardb::Durability;
+    use cellardb::baseline::RocksBaseline;
     use cellardb::workload::SchemaPattern;
     use criterion::measurement::WallTime;
     use criterion::{BatchSize, BenchmarkGroup};
-    use rocksdb::{BlockBasedOptions, DB, DBCompressionType, IteratorMode, WriteBatch};
 
-    /// `row ‖ 0 ‖ family ‖ 0 ‖ qualifier ‖ 0 ‖ (u64::MAX − ts) big-endian`.
-    fn key(row: &str, m: &Mutation) -> (Vec<u8>, Vec<u8>) {
-        let Mutation::SetCell { family, qualifier, timestamp, value } = m else {
-            panic!("the workload only sets cells")
-        };
-        let mut k = Vec::with_capacity(row.len() + family.len() + qualifier.len() + 11);
-        k.extend_from_slice(row.as_bytes());
-        k.push(0);
-        k.extend_from_slice(family.as_bytes());
-        k.push(0);
-        k.extend_from_slice(qualifier);
-        k.push(0);
-        k.extend_from_slice(&(u64::MAX - timestamp.micros() as u64).to_be_bytes());
-        (k, value.to_vec())
+    fn open(dir: &std::path::Path) -> RocksBaseline {
+        RocksBaseline::open(dir, Durability::Buffered).expect("open rocksdb")
     }
 
-    /// One write batch per row mutation.
-    fn batches(pattern: SchemaPattern) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
-        super::rows(pattern).iter().map(|(row, muts)| muts.iter().map(|m| key(row, m)).collect()).collect()
-    }
-
-    pub fn open(dir: &Path) -> DB {
-        let mut opts = rocksdb::Options::default();
-        opts.create_if_missing(true);
-        opts.set_compression_type(DBCompressionType::Zstd);
-        opts.set_bottommost_compression_type(DBCompressionType::Zstd);
-        opts.set_compression_options(-14, 3, 0, 0);
-        opts.set_bottommost_compression_options(-14, 3, 0, 0, true);
-        let mut table = BlockBasedOptions::default();
-        table.set_block_size(4096);
-        opts.set_block_based_table_factory(&table);
-        DB::open(&opts, dir).expect("open rocksdb")
-    }
-
-    fn load(db: &DB, batches: &[Vec<(Vec<u8>, Vec<u8>)>]) {
-        for cells in batches {
-            let mut b = WriteBatch::default();
-            for (k, v) in cells {
-                b.put(k, v);
-            }
-            db.write(b).expect("write");
+    fn load(db: &RocksBaseline, rows: &[(String, Vec<cellardb::Mutation>)]) {
+        for (key, mutations) in rows {
+            db.mutate_row(key.as_bytes(), mutations).expect("write");
         }
     }
 
-    fn sst_bytes(dir: &Path) -> u64 {
-        std::fs::read_dir(dir)
-            .expect("dir")
-            .filter_map(|e| e.ok())
-            .filter(|e| e.path().extension().is_some_and(|x| x == "sst"))
-            .map(|e| e.metadata().map_or(0, |m| m.len()))
-            .sum()
-    }
-
     pub fn bench_ingest(group: &mut BenchmarkGroup<'_, WallTime>, pattern: SchemaPattern) {
-        let batches = batches(pattern);
+        let rows = super::rows(pattern);
         let dir = tempfile::tempdir().expect("tempdir");
         let db = open(dir.path());
-        load(&db, &batches);
+        load(&db, &rows);
         db.flush().expect("flush");
-        eprintln!(
-            "rocksdb {}: {:.2} bytes per measurement after flush",
-            pattern.name(),
-            super::bytes_per_measurement(sst_bytes(dir.path()))
-        );
+        let bytes = super::bytes_per_measurement(db.sst_bytes());
+        eprintln!("rocksdb {}: {bytes:.2} bytes per measurement after flush", pattern.name());
         group.bench_function(format!("rocksdb/{}", pattern.name()), |b| {
             b.iter_batched(
                 || {
@@ -196,7 +148,7 @@ mod rocks {
                     (dir, db)
                 },
                 |(dir, db)| {
-                    load(&db, &batches);
+                    load(&db, &rows);
                     db.flush().expect("flush");
                     (dir, db)
                 },
@@ -208,12 +160,12 @@ mod rocks {
     pub fn bench_scan(group: &mut BenchmarkGroup<'_, WallTime>, pattern: SchemaPattern) {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = open(dir.path());
-        load(&db, &batches(pattern));
+        load(&db, &super::rows(pattern));
         db.flush().expect("flush");
         group.bench_function(format!("rocksdb/{}", pattern.name()), |b| {
             b.iter(|| {
-                let n = db.iterator(IteratorMode::Start).map(|kv| kv.expect("read")).count();
-                assert_eq!(n as u64, super::cells(pattern));
+                let n = db.scan_count().expect("scan");
+                assert_eq!(n, super::cells(pattern));
                 std::hint::black_box(n)
             });
         });

@@ -1,6 +1,7 @@
 //! Loads the weather-balloon workload into a temporary database once per
 //! schema pattern and prints what each costs: ingest rate, bytes on disk per
 //! measurement after a flush, compression, and the rate of a full scan.
+//! Built with `--features rocksdb`, runs the same on RocksDB alongside.
 //!
 //! ```text
 //! cargo run --release --example demo [-- BALLOONS DAYS [sync|buffered]]
@@ -10,7 +11,16 @@
 use std::time::Instant;
 
 use cellardb::workload::{SchemaPattern, Workload};
-use cellardb::{Durability, Filter, GcRule, Options, RowSet};
+use cellardb::{Durability, Filter, GcRule, Mutation, Options, RowSet};
+
+/// What one engine did with one pattern.
+struct Figures {
+    cells: u64,
+    ingest_secs: f64,
+    scan_secs: f64,
+    sst_bytes: u64,
+    logical_bytes: u64,
+}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -28,44 +38,79 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!();
     println!(
-        "| {:<22} | {:>10} | {:>12} | {:>12} | {:>9} | {:>9} | {:>11} |",
-        "pattern", "cells", "ingest c/s", "scan c/s", "B/meas", "logical", "compression"
+        "| {:<9} | {:<22} | {:>10} | {:>12} | {:>12} | {:>7} | {:>11} |",
+        "engine", "pattern", "cells", "ingest c/s", "scan c/s", "B/meas", "compression"
     );
-    println!("|{:-<24}|{:->12}|{:->14}|{:->14}|{:->11}|{:->11}|{:->13}|", "", "", "", "", "", "", "");
+    println!("|{:-<11}|{:-<24}|{:->12}|{:->14}|{:->14}|{:->9}|{:->13}|", "", "", "", "", "", "", "");
     for pattern in SchemaPattern::ALL {
-        let dir = tempfile::tempdir()?;
-        let db = Options::default().durability(durability).open(dir.path())?;
-        let t = db.create_table("balloons", [(pattern.family(), GcRule::none())])?;
-        let rows: Vec<_> = w.events().flat_map(|e| pattern.mutations(&e)).collect();
-        let cells = w.events_count() * pattern.cells_per_event();
-        let started = Instant::now();
-        for (key, mutations) in rows {
-            t.mutate_row(key, mutations)?;
+        let rows: Vec<(String, Vec<Mutation>)> = w.events().flat_map(|e| pattern.mutations(&e)).collect();
+        let f = run_cellardb(pattern, &rows, durability)?;
+        print_row("cellardb", pattern, &f, measurements);
+        #[cfg(feature = "rocksdb")]
+        {
+            let r = run_rocksdb(&rows, durability, f.logical_bytes)?;
+            print_row("rocksdb", pattern, &r, measurements);
         }
-        db.flush()?;
-        let ingest = cells as f64 / started.elapsed().as_secs_f64();
-        let stats = t.stats()?;
-        let family = &stats.families[0];
-        let started = Instant::now();
-        let scanned: usize = t
-            .read_rows(RowSet::all(), &Filter::pass_all())
-            .into_iter()
-            .map(|r| r.map(|r| r.cell_count()))
-            .sum::<cellardb::Result<usize>>()?;
-        let scan = scanned as f64 / started.elapsed().as_secs_f64();
-        assert_eq!(scanned as u64, cells, "the scan reads back every cell written");
-        println!(
-            "| {:<22} | {:>10} | {:>12.0} | {:>12.0} | {:>9.2} | {:>8.1}M | {:>10.1}× |",
-            pattern.name(),
-            cells,
-            ingest,
-            scan,
-            family.sst_bytes as f64 / measurements as f64,
-            family.logical_bytes as f64 / 1e6,
-            family.logical_bytes as f64 / family.sst_bytes as f64,
-        );
     }
     println!();
-    println!("B/meas: bytes of SSTables per measurement after a flush (no compaction yet).");
+    println!("ingest: writes and a final flush. B/meas: bytes of SSTables per measurement after the flush (no compaction).");
     Ok(())
+}
+
+fn print_row(engine: &str, pattern: SchemaPattern, f: &Figures, measurements: u64) {
+    println!(
+        "| {:<9} | {:<22} | {:>10} | {:>12.0} | {:>12.0} | {:>7.2} | {:>10.1}× |",
+        engine,
+        pattern.name(),
+        f.cells,
+        f.cells as f64 / f.ingest_secs,
+        f.cells as f64 / f.scan_secs,
+        f.sst_bytes as f64 / measurements as f64,
+        f.logical_bytes as f64 / f.sst_bytes as f64,
+    );
+}
+
+fn run_cellardb(
+    pattern: SchemaPattern,
+    rows: &[(String, Vec<Mutation>)],
+    durability: Durability,
+) -> Result<Figures, Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let db = Options::default().durability(durability).open(dir.path())?;
+    let t = db.create_table("balloons", [(pattern.family(), GcRule::none())])?;
+    let started = Instant::now();
+    for (key, mutations) in rows {
+        t.mutate_row(key, mutations.iter().cloned())?;
+    }
+    db.flush()?;
+    let ingest_secs = started.elapsed().as_secs_f64();
+    let family = t.stats()?.families.remove(0);
+    let started = Instant::now();
+    let mut cells = 0u64;
+    for row in t.read_rows(RowSet::all(), &Filter::pass_all()) {
+        cells += row?.cell_count() as u64;
+    }
+    let scan_secs = started.elapsed().as_secs_f64();
+    assert_eq!(cells, family.cells, "the scan reads back every cell written");
+    Ok(Figures { cells, ingest_secs, scan_secs, sst_bytes: family.sst_bytes, logical_bytes: family.logical_bytes })
+}
+
+#[cfg(feature = "rocksdb")]
+fn run_rocksdb(
+    rows: &[(String, Vec<Mutation>)],
+    durability: Durability,
+    logical_bytes: u64,
+) -> Result<Figures, Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let db = cellardb::baseline::RocksBaseline::open(dir.path(), durability)?;
+    let started = Instant::now();
+    for (key, mutations) in rows {
+        db.mutate_row(key.as_bytes(), mutations)?;
+    }
+    db.flush()?;
+    let ingest_secs = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let cells = db.scan_count()?;
+    let scan_secs = started.elapsed().as_secs_f64();
+    Ok(Figures { cells, ingest_secs, scan_secs, sst_bytes: db.sst_bytes(), logical_bytes })
 }

@@ -34,6 +34,8 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "rocksdb")]
+pub mod baseline;
 mod cache;
 mod coding;
 mod db;

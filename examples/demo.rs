@@ -53,7 +53,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!();
-    println!("ingest: writes and a final flush. B/meas: bytes of SSTables per measurement after the flush (no compaction).");
+    println!(
+        "ingest: writes and a final flush. B/meas: bytes of SSTables per measurement after the flush (no compaction)."
+    );
     Ok(())
 }
 

@@ -80,6 +80,8 @@ pub(crate) struct CommitState {
     mem: Arc<Memtable>,
     next_seq: u64,
     poisoned: Option<String>,
+    /// The group's log records, reused from commit to commit.
+    encoded: Vec<u8>,
 }
 
 /// The durable state and the flush queue.

@@ -95,7 +95,7 @@ pub(super) fn recover(dir: &Path, opts: Options) -> Result<Core> {
 
     let log_number = state.next_file;
     state.next_file += 1;
-    let wal = WalWriter::create(&*fs, dir, log_number)?;
+    let wal = WalWriter::create(&*fs, dir, log_number, opts.memtable_size)?;
     if opts.durability == Durability::Sync {
         fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
     }
@@ -111,7 +111,13 @@ pub(super) fn recover(dir: &Path, opts: Options) -> Result<Core> {
         fs,
         cache,
         _lock: lock,
-        commit: Mutex::new(CommitState { wal, mem: mem.clone(), next_seq: last_seq + 1, poisoned: None }),
+        commit: Mutex::new(CommitState {
+            wal,
+            mem: mem.clone(),
+            next_seq: last_seq + 1,
+            poisoned: None,
+            encoded: Vec::new(),
+        }),
         queue: Mutex::new(super::write::WriteQueue::default()),
         queue_cv: Condvar::new(),
         state: Mutex::new(EngineState {

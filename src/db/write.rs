@@ -51,8 +51,16 @@ pub(crate) struct WriteQueue {
 impl Core {
     /// Commits `rows`, each atomically, and returns one result per row.
     pub(crate) fn write(&self, rows: Vec<RowWrite>) -> Vec<Result<()>> {
-        let waiter = Arc::new(Waiter { rows, done: Mutex::new(None) });
         let mut q = self.queue.lock();
+        if !q.leader_active && q.pending.is_empty() {
+            // Nobody else is writing: commit at once, without queueing.
+            q.leader_active = true;
+            drop(q);
+            let mut results = self.commit(&[&rows]);
+            self.stop_leading();
+            return results.pop().unwrap_or_default();
+        }
+        let waiter = Arc::new(Waiter { rows, done: Mutex::new(None) });
         q.pending.push(waiter.clone());
         loop {
             if let Some(results) = waiter.done.lock().take() {
@@ -66,25 +74,33 @@ impl Core {
         q.leader_active = true;
         let group = std::mem::take(&mut q.pending);
         drop(q);
-        self.commit_group(&group);
-        let mut q = self.queue.lock();
-        q.leader_active = false;
-        self.queue_cv.notify_all();
-        drop(q);
+        let slices: Vec<&[RowWrite]> = group.iter().map(|w| w.rows.as_slice()).collect();
+        let mut results = self.commit(&slices).into_iter();
+        for w in &group {
+            *w.done.lock() = results.next();
+        }
+        self.stop_leading();
         let results = waiter.done.lock().take();
         results.unwrap_or_else(|| vec![Err(Error::Closed)])
     }
 
-    fn commit_group(&self, group: &[Arc<Waiter>]) {
-        let mut cs = self.commit.lock();
-        let mut results = self.commit_locked(&mut cs, group).into_iter();
-        for w in group {
-            *w.done.lock() = results.next();
-        }
+    /// Hands leadership back and wakes every waiter: those whose results
+    /// are ready, and those queued meanwhile, one of which leads next. (A
+    /// waiter may be waiting for a result another leader set, so the wake-up
+    /// cannot depend on the queue being non-empty.)
+    fn stop_leading(&self) {
+        let mut q = self.queue.lock();
+        q.leader_active = false;
+        self.queue_cv.notify_all();
     }
 
-    fn commit_locked(&self, cs: &mut CommitState, group: &[Arc<Waiter>]) -> Vec<Vec<Result<()>>> {
-        let refuse = |e: Error| group.iter().map(|w| w.rows.iter().map(|_| Err(e.clone())).collect()).collect();
+    fn commit(&self, group: &[&[RowWrite]]) -> Vec<Vec<Result<()>>> {
+        let mut cs = self.commit.lock();
+        self.commit_locked(&mut cs, group)
+    }
+
+    fn commit_locked(&self, cs: &mut CommitState, group: &[&[RowWrite]]) -> Vec<Vec<Result<()>>> {
+        let refuse = |e: Error| group.iter().map(|rows| rows.iter().map(|_| Err(e.clone())).collect()).collect();
         if let Err(e) = self.check_open() {
             return refuse(e);
         }
@@ -93,18 +109,19 @@ impl Core {
         }
         let schema = self.current().schema.clone();
         let now = Timestamp::now();
-        let mut encoded = Vec::new();
+        let mut encoded = std::mem::take(&mut cs.encoded);
+        encoded.clear();
         let mut staged = Vec::new();
         let mut results: Vec<Vec<Result<()>>> = group
             .iter()
-            .map(|w| {
-                w.rows.iter().map(|row| self.stage_row(cs, &schema, row, now, &mut encoded, &mut staged)).collect()
+            .map(|rows| {
+                rows.iter().map(|row| self.stage_row(cs, &schema, row, now, &mut encoded, &mut staged)).collect()
             })
             .collect();
-        if staged.is_empty() {
-            return results;
-        }
-        if let Err(e) = self.log_and_apply(cs, &encoded, &staged) {
+        let logged = if staged.is_empty() { Ok(()) } else { self.log_and_apply(cs, &encoded, &staged) };
+        drop(staged);
+        cs.encoded = encoded;
+        if let Err(e) = logged {
             cs.poisoned = Some(e.to_string());
             results.iter_mut().flatten().filter(|r| r.is_ok()).for_each(|r| *r = Err(e.clone()));
             return results;
@@ -164,7 +181,7 @@ impl Core {
         }
         let number = self.next_file_number(&mut st);
         cs.wal.sync()?;
-        let wal = WalWriter::create(&*self.fs, &self.dir, number)?;
+        let wal = WalWriter::create(&*self.fs, &self.dir, number, self.opts.memtable_size)?;
         if self.opts.durability == Durability::Sync {
             self.fs.sync_dir(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
         }

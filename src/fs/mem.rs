@@ -13,7 +13,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use super::{FileLock, Fs, WritableFile};
+use super::{FileLock, Fs, LogFile, WritableFile};
 
 /// In-memory files with a power-loss model. Clones share the same files.
 #[derive(Debug, Clone, Default)]
@@ -124,6 +124,30 @@ impl WritableFile for MemFile {
     }
 }
 
+impl LogFile for MemFile {
+    fn append(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.write_all(buf)
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        self.sync_data()
+    }
+}
+
+impl MemFs {
+    fn create_file(&self, path: &Path) -> io::Result<MemFile> {
+        let mut s = self.state.lock();
+        if s.fail_writes {
+            return Err(injected());
+        }
+        s.next_inode += 1;
+        let id = s.next_inode;
+        s.inodes.insert(id, Inode::default());
+        s.names.insert(path.to_path_buf(), id);
+        Ok(MemFile { state: self.state.clone(), inode: id })
+    }
+}
+
 struct MemLock {
     state: Arc<Mutex<State>>,
     path: PathBuf,
@@ -141,16 +165,11 @@ impl Fs for MemFs {
     }
 
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        let mut s = self.state.lock();
-        if s.fail_writes {
-            return Err(injected());
-        }
-        s.next_inode += 1;
-        let id = s.next_inode;
-        s.inodes.insert(id, Inode::default());
-        s.names.insert(path.to_path_buf(), id);
-        drop(s);
-        Ok(Box::new(MemFile { state: self.state.clone(), inode: id }))
+        Ok(Box::new(self.create_file(path)?))
+    }
+
+    fn create_log(&self, path: &Path, _capacity: usize) -> io::Result<Box<dyn LogFile>> {
+        Ok(Box::new(self.create_file(path)?))
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {

@@ -1,11 +1,13 @@
 //! The file-system seam: everything the engine does to files goes through [`Fs`].
 //!
-//! [`OsFs`] is the real one (SSTables are memory-mapped). [`MemFs`] keeps files
+//! [`OsFs`] is the real one: SSTables are mapped for reading, logs are
+//! appended through a shared mapping of a preallocated file. [`MemFs`] keeps files
 //! in memory and models what survives a power loss — only bytes that were
 //! `sync_data`'d, under names whose directory was synced — so crash tests can
 //! cut power at any point and check what the engine promised. It can also be
 //! told to fail writes, to test what the engine does after an I/O error.
 
+mod mapped_log;
 mod mem;
 mod os;
 
@@ -24,6 +26,18 @@ pub trait WritableFile: Send {
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()>;
     /// Makes every byte written so far durable (`fdatasync`).
     fn sync_data(&mut self) -> io::Result<()>;
+}
+
+/// A log file open for appending: what the write-ahead log writes through.
+///
+/// `append` must leave the bytes where they survive a crash of this process
+/// (the operating system's page cache), `sync` where they survive power loss.
+/// Dropping the file ends it at the bytes appended.
+pub trait LogFile: Send {
+    /// Appends all of `buf`.
+    fn append(&mut self, buf: &[u8]) -> io::Result<()>;
+    /// Makes every byte appended so far durable.
+    fn sync(&mut self) -> io::Result<()>;
 }
 
 /// Proof that this process holds a directory's lock; dropping it releases it.
@@ -49,6 +63,9 @@ pub trait Fs: Send + Sync + Debug {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
     /// Creates `path` empty (truncating it if present), open for appending.
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// Creates the log file `path`, with room reserved for about
+    /// `capacity` bytes (it grows past that if needed).
+    fn create_log(&self, path: &Path, capacity: usize) -> io::Result<Box<dyn LogFile>>;
     /// The whole content of `path`, read into memory.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
     /// The whole content of an immutable file, mapped rather than copied where

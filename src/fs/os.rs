@@ -1,4 +1,5 @@
-//! The operating system's file system, with SSTables memory-mapped.
+//! The operating system's file system: SSTables mapped for reading, logs
+//! mapped for appending ([`super::mapped_log`]).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -6,7 +7,8 @@ use std::path::Path;
 
 use bytes::Bytes;
 
-use super::{FileLock, Fs, WritableFile};
+use super::mapped_log::MappedLog;
+use super::{FileLock, Fs, LogFile, WritableFile};
 
 /// The real file system.
 #[derive(Debug, Clone, Copy, Default)]
@@ -32,6 +34,10 @@ impl Fs for OsFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         let f = OpenOptions::new().write(true).create(true).truncate(true).open(path)?;
         Ok(Box::new(OsFile(f)))
+    }
+
+    fn create_log(&self, path: &Path, capacity: usize) -> io::Result<Box<dyn LogFile>> {
+        Ok(Box::new(MappedLog::create(path, capacity)?))
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {

@@ -49,6 +49,8 @@ impl<'a> WalReader<'a> {
 
     /// Calls `apply` with each record in order.
     ///
+    /// The log ends at the end of the file or where only zero bytes remain
+    /// (the preallocated tail a crash leaves behind a mapped log).
     /// A damaged record followed by no intact record is a torn tail: if
     /// `tolerate_torn_tail`, replay stops there and reports it; otherwise it is
     /// `Error::Corruption`. A damaged record followed by an intact one is
@@ -62,6 +64,9 @@ impl<'a> WalReader<'a> {
         let mut stats = ReplayStats::default();
         let mut pos = FILE_HEADER_LEN;
         while pos < self.data.len() {
+            if self.data[pos..].iter().all(|&b| b == 0) {
+                break;
+            }
             match self.record_at(pos) {
                 Ok((payload, next)) => {
                     let entries = decode_payload(payload)
@@ -205,6 +210,19 @@ mod tests {
             assert_eq!(torn.offset, two as u64);
             assert_eq!(torn.dropped_bytes, (cut - two) as u64);
         }
+    }
+
+    #[test]
+    fn a_zero_filled_tail_is_the_end_of_the_log_not_damage() {
+        let mut data = log_of(&["a", "b"]);
+        data.extend_from_slice(&[0u8; 4096]);
+        let (rows, stats) = replay(&data).unwrap();
+        assert_eq!(rows, ["a", "b"]);
+        assert_eq!(stats.torn_tail, None);
+        let strict = WalReader::new(Path::new("x.log"), &data).replay(false, |_| Ok(())).unwrap();
+        assert_eq!(strict.records, 2);
+        data.push(1);
+        assert!(replay(&data).unwrap().1.torn_tail.is_some(), "anything but zeros is a torn tail");
     }
 
     #[test]

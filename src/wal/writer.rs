@@ -3,25 +3,26 @@
 use std::path::{Path, PathBuf};
 
 use super::{MAGIC, VERSION};
-use crate::fs::{Fs, WritableFile};
+use crate::fs::{Fs, LogFile};
 use crate::{Error, Result};
 
 /// An open log file, appended to by the write path's group leader.
 pub struct WalWriter {
-    file: Box<dyn WritableFile>,
+    file: Box<dyn LogFile>,
     path: PathBuf,
     number: u64,
     bytes: u64,
 }
 
 impl WalWriter {
-    /// Creates log file `number` in `dir`, header written (not yet synced).
-    pub fn create(fs: &dyn Fs, dir: &Path, number: u64) -> Result<WalWriter> {
+    /// Creates log file `number` in `dir` with room for about `capacity`
+    /// bytes, header written (not yet synced).
+    pub fn create(fs: &dyn Fs, dir: &Path, number: u64, capacity: usize) -> Result<WalWriter> {
         let path = dir.join(super::file_name(number));
-        let mut file = fs.create(&path).map_err(|e| Error::io(&path, e))?;
+        let mut file = fs.create_log(&path, capacity).map_err(|e| Error::io(&path, e))?;
         let mut header = MAGIC.to_vec();
         header.extend_from_slice(&VERSION.to_le_bytes());
-        file.write_all(&header).map_err(|e| Error::io(&path, e))?;
+        file.append(&header).map_err(|e| Error::io(&path, e))?;
         Ok(WalWriter { file, path, number, bytes: header.len() as u64 })
     }
 
@@ -40,15 +41,16 @@ impl WalWriter {
         self.bytes <= super::FILE_HEADER_LEN as u64
     }
 
-    /// Appends already-encoded records with one write to the OS.
+    /// Appends already-encoded records; on return they survive a crash of
+    /// this process.
     pub fn append(&mut self, records: &[u8]) -> Result<()> {
-        self.file.write_all(records).map_err(|e| Error::io(&self.path, e))?;
+        self.file.append(records).map_err(|e| Error::io(&self.path, e))?;
         self.bytes += records.len() as u64;
         Ok(())
     }
 
     /// Makes everything appended durable.
     pub fn sync(&mut self) -> Result<()> {
-        self.file.sync_data().map_err(|e| Error::io(&self.path, e))
+        self.file.sync().map_err(|e| Error::io(&self.path, e))
     }
 }

@@ -227,3 +227,35 @@ fn a_killed_process_loses_no_acknowledged_write() {
         assert!(db.stats().unwrap().recovery.torn_tails.is_empty(), "a killed process tears nothing");
     }
 }
+
+#[test]
+fn a_failed_log_sync_at_a_memtable_switch_refuses_later_writes() {
+    let fs = MemFs::new();
+    let (db, t) = open_with_table(std::path::Path::new("/db"), mem_options(&fs));
+    put(&t, "a", "v");
+    fs.fail_writes_to(Some(".log"));
+    assert!(matches!(db.flush(), Err(Error::Io { .. })));
+    fs.fail_writes_to(None);
+    let refused = t.mutate_row("b", [Mutation::set_cell("cf1", "q", 1000, "v")]);
+    assert!(matches!(refused, Err(Error::Poisoned(_))), "{refused:?}");
+}
+
+#[test]
+fn writes_are_refused_after_a_flush_fails_until_reopen() {
+    let fs = MemFs::new();
+    let path = std::path::Path::new("/db");
+    let (db, t) = open_with_table(path, mem_options(&fs));
+    put(&t, "a", "v");
+    fs.fail_writes_to(Some(".sst"));
+    assert!(db.flush().is_err(), "the flush cannot write its table");
+    fs.fail_writes_to(None);
+    let refused = t.mutate_row("b", [Mutation::set_cell("cf1", "q", 1000, "v")]);
+    assert!(matches!(refused, Err(Error::Poisoned(ref why)) if why.contains("injected")), "{refused:?}");
+    assert_eq!(scan_all(&t), vec![flat("a", "cf1", "q", 1000, "v")], "reads go on");
+    drop(t);
+    drop(db);
+    let (_db, t) = open_with_table(path, mem_options(&fs));
+    put(&t, "c", "v");
+    let keys: Vec<String> = scan_all(&t).into_iter().map(|c| c.0).collect();
+    assert_eq!(keys, ["a", "c"]);
+}

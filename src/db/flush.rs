@@ -37,6 +37,7 @@ pub(super) fn flusher_loop(core: &Arc<Core>) {
             log::error!("cellardb: flush failed, writes will fail until reopen: {e}");
             let mut st = core.state.lock();
             st.bg_error = Some(e);
+            core.bg_failed.store(true, std::sync::atomic::Ordering::Release);
             core.state_cv.notify_all();
             return;
         }

@@ -69,6 +69,9 @@ pub(crate) struct Core {
     current: RwLock<Arc<SuperVersion>>,
     visible_seq: AtomicU64,
     closed: AtomicBool,
+    /// Set when a background flush failed (the error is in `EngineState`);
+    /// checked by every commit without taking the state lock.
+    bg_failed: AtomicBool,
     recovery: RecoveryReport,
     counters: stats::Counters,
 }
@@ -184,6 +187,17 @@ impl Core {
 
     fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) { Err(Error::Closed) } else { Ok(()) }
+    }
+
+    /// The error a background flush failed with, if one did: writes are
+    /// refused from then on, as after a failed log write.
+    fn background_error(&self) -> Option<Error> {
+        if !self.bg_failed.load(Ordering::Acquire) {
+            return None;
+        }
+        let why =
+            self.state.lock().bg_error.as_ref().map_or_else(|| "background flush failed".into(), Error::to_string);
+        Some(Error::Poisoned(why))
     }
 
     /// Publishes a new view of `st` with `mem` taking writes.

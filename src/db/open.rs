@@ -131,6 +131,7 @@ pub(super) fn recover(dir: &Path, opts: Options) -> Result<Core> {
         current: RwLock::new(Arc::new(sv)),
         visible_seq: AtomicU64::new(last_seq),
         closed: AtomicBool::new(false),
+        bg_failed: AtomicBool::new(false),
         recovery: report,
         counters: Counters::default(),
         opts,

@@ -107,6 +107,9 @@ impl Core {
         if let Some(why) = &cs.poisoned {
             return refuse(Error::Poisoned(why.clone()));
         }
+        if let Some(e) = self.background_error() {
+            return refuse(e);
+        }
         let schema = self.current().schema.clone();
         let now = Timestamp::now();
         let mut encoded = std::mem::take(&mut cs.encoded);
@@ -126,10 +129,10 @@ impl Core {
             results.iter_mut().flatten().filter(|r| r.is_ok()).for_each(|r| *r = Err(e.clone()));
             return results;
         }
-        if cs.mem.approximate_bytes() >= self.opts.memtable_size
-            && let Err(e) = self.switch_memtable(cs)
-        {
-            cs.poisoned = Some(e.to_string());
+        if cs.mem.approximate_bytes() >= self.opts.memtable_size {
+            // A failure poisons the database (see `switch_memtable`); these
+            // writes are in the log and the memtable already.
+            let _ = self.switch_memtable(cs);
         }
         results
     }
@@ -168,8 +171,17 @@ impl Core {
     /// Freezes the memtable and starts a new one with a new log, waiting
     /// first while too many frozen memtables wait for flush (the stall that
     /// keeps memory bounded). Holds the commit lock throughout, so writers
-    /// wait too.
+    /// wait too. A failure (of the old log's sync, of the new log) poisons
+    /// the database: what the log holds is no longer known.
     pub(crate) fn switch_memtable(&self, cs: &mut CommitState) -> Result<()> {
+        let switched = self.try_switch_memtable(cs);
+        if let Err(e) = &switched {
+            cs.poisoned = Some(e.to_string());
+        }
+        switched
+    }
+
+    fn try_switch_memtable(&self, cs: &mut CommitState) -> Result<()> {
         let mut st = self.state.lock();
         while st.imm.len() >= self.opts.max_immutable_memtables && st.bg_error.is_none() && !st.shutting_down {
             let started = std::time::Instant::now();

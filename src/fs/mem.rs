@@ -28,7 +28,14 @@ struct State {
     durable_names: BTreeMap<PathBuf, u64>,
     next_inode: u64,
     locks: HashSet<PathBuf>,
-    fail_writes: bool,
+    /// Writes fail to files whose name ends with this (`""`: every file).
+    fail_writes: Option<String>,
+}
+
+impl State {
+    fn failing(&self, path: &Path) -> bool {
+        self.fail_writes.as_ref().is_some_and(|suffix| path.to_string_lossy().ends_with(suffix.as_str()))
+    }
 }
 
 #[derive(Debug, Default)]
@@ -63,14 +70,20 @@ impl MemFs {
             names,
             next_inode: s.next_inode,
             locks: HashSet::new(),
-            fail_writes: false,
+            fail_writes: None,
         };
         MemFs { state: Arc::new(Mutex::new(state)) }
     }
 
-    /// While `fail` is set, every write and sync fails with an I/O error.
+    /// While `fail` is set, every creation, write and sync fails with an I/O error.
     pub fn set_fail_writes(&self, fail: bool) {
-        self.state.lock().fail_writes = fail;
+        self.state.lock().fail_writes = fail.then(String::new);
+    }
+
+    /// While set, creations, writes and syncs of files whose name ends with
+    /// `suffix` fail with an I/O error (`None`: nothing fails).
+    pub fn fail_writes_to(&self, suffix: Option<&str>) {
+        self.state.lock().fail_writes = suffix.map(str::to_owned);
     }
 
     /// Flips the bits of byte `offset` of `path` (for corruption tests).
@@ -98,12 +111,13 @@ fn injected() -> io::Error {
 struct MemFile {
     state: Arc<Mutex<State>>,
     inode: u64,
+    path: PathBuf,
 }
 
 impl WritableFile for MemFile {
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         let mut s = self.state.lock();
-        if s.fail_writes {
+        if s.failing(&self.path) {
             return Err(injected());
         }
         if let Some(inode) = s.inodes.get_mut(&self.inode) {
@@ -114,7 +128,7 @@ impl WritableFile for MemFile {
 
     fn sync_data(&mut self) -> io::Result<()> {
         let mut s = self.state.lock();
-        if s.fail_writes {
+        if s.failing(&self.path) {
             return Err(injected());
         }
         if let Some(inode) = s.inodes.get_mut(&self.inode) {
@@ -137,14 +151,14 @@ impl LogFile for MemFile {
 impl MemFs {
     fn create_file(&self, path: &Path) -> io::Result<MemFile> {
         let mut s = self.state.lock();
-        if s.fail_writes {
+        if s.failing(path) {
             return Err(injected());
         }
         s.next_inode += 1;
         let id = s.next_inode;
         s.inodes.insert(id, Inode::default());
         s.names.insert(path.to_path_buf(), id);
-        Ok(MemFile { state: self.state.clone(), inode: id })
+        Ok(MemFile { state: self.state.clone(), inode: id, path: path.to_path_buf() })
     }
 }
 
@@ -206,7 +220,7 @@ impl Fs for MemFs {
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         let mut s = self.state.lock();
-        if s.fail_writes {
+        if s.fail_writes.as_deref() == Some("") {
             return Err(injected());
         }
         let in_dir = |p: &PathBuf| p.parent() == Some(dir);

@@ -138,7 +138,8 @@ impl EntryRef<'_> {
     }
 
     /// The range a column tombstone deletes; `None` if the encoded end does
-    /// not decode (the SSTable and log decoders reject such entries first).
+    /// not decode (the SSTable and log decoders reject such entries, so an
+    /// entry read from disk always decodes).
     pub fn delete_range(&self) -> Option<TimeRange> {
         if self.value.is_empty() {
             return Some(TimeRange::since(self.timestamp));

@@ -84,9 +84,10 @@ impl Options {
         self
     }
 
-    /// Bytes a memtable holds before it is frozen and flushed (default 64 MiB).
+    /// Bytes a memtable holds before it is frozen and flushed (default 64 MiB,
+    /// at least 1 KiB, at most 16 GiB).
     pub fn memtable_size(mut self, bytes: usize) -> Self {
-        self.memtable_size = bytes.max(1 << 10);
+        self.memtable_size = bytes.clamp(1 << 10, 16 << 30);
         self
     }
 

@@ -130,3 +130,29 @@ fn garbage_where_a_table_should_be_is_corruption() {
         assert_corruption_at_or_before(open_and_scan(dir.path()), &sst, garbage.len());
     }
 }
+
+#[test]
+fn a_block_handle_pointing_past_the_end_is_corruption_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let sst = files_with_ext(dir.path(), "sst").pop().unwrap();
+    let mut bytes = std::fs::read(&sst).unwrap();
+    let footer = bytes.len() - 64;
+    // Index handle: offset u64::MAX - 4, stored length 0; checksum recomputed.
+    bytes[footer..footer + 8].copy_from_slice(&(u64::MAX - 4).to_le_bytes());
+    bytes[footer + 8..footer + 12].copy_from_slice(&0u32.to_le_bytes());
+    let crc = crc32fast::hash(&bytes[footer..footer + 52]);
+    bytes[footer + 52..footer + 56].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&sst, bytes).unwrap();
+    assert_corruption_at_or_before(open_and_scan(dir.path()), &sst, usize::MAX);
+}
+
+#[test]
+fn a_missing_manifest_beside_tables_refuses_to_open_and_deletes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    std::fs::remove_file(dir.path().join("MANIFEST")).unwrap();
+    let err = Options::default().open(dir.path()).err();
+    assert!(matches!(err, Some(Error::Corruption { .. })), "{err:?}");
+    assert_eq!(files_with_ext(dir.path(), "sst").len(), 1, "the table is still there");
+}

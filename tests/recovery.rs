@@ -259,3 +259,36 @@ fn writes_are_refused_after_a_flush_fails_until_reopen() {
     let keys: Vec<String> = scan_all(&t).into_iter().map(|c| c.0).collect();
     assert_eq!(keys, ["a", "c"]);
 }
+
+#[test]
+fn the_cut_of_a_torn_tail_survives_an_open_that_fails_afterwards() {
+    let fs = MemFs::new();
+    let path = std::path::Path::new("/db");
+    {
+        let (_db, t) = open_with_table(path, mem_options(&fs));
+        put(&t, "a", "v");
+        put(&t, "b", "v");
+    }
+    let log = fs_logs(&fs, path).pop().unwrap();
+    let len = {
+        use cellardb::fs::Fs;
+        fs.file_size(&log).unwrap() as usize
+    };
+    fs.corrupt_byte(&log, len - 1).unwrap();
+    // The open replays the log, cuts its tail, then fails writing its table.
+    fs.fail_writes_to(Some(".sst"));
+    assert!(Options::default().file_system(std::sync::Arc::new(fs.clone())).open(path).is_err());
+    fs.fail_writes_to(None);
+    // A new, empty log may now follow the cut one: the cut one opens clean.
+    let (db, t) = open_with_table(path, mem_options(&fs));
+    assert_eq!(scan_all(&t), vec![flat("a", "cf1", "q", 1000, "v")]);
+    assert!(db.stats().unwrap().recovery.torn_tails.is_empty(), "the tail was cut, and reported, once");
+}
+
+fn fs_logs(fs: &MemFs, dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    use cellardb::fs::Fs;
+    let mut logs: Vec<_> =
+        fs.list(dir).unwrap().into_iter().filter(|n| n.ends_with(".log")).map(|n| dir.join(n)).collect();
+    logs.sort();
+    logs
+}

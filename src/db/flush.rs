@@ -33,7 +33,9 @@ pub(super) fn flusher_loop(core: &Arc<Core>) {
             }
             st.imm[0].clone()
         };
-        if let Err(e) = core.flush_memtable(&mem) {
+        let flushed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| core.flush_memtable(&mem)));
+        let flushed = flushed.unwrap_or_else(|_| Err(Error::Poisoned("the flush thread panicked".into())));
+        if let Err(e) = flushed {
             log::error!("cellardb: flush failed, writes will fail until reopen: {e}");
             let mut st = core.state.lock();
             st.bg_error = Some(e);

@@ -6,7 +6,8 @@
 //! 3. delete what no manifest names: SSTables of a flush that crashed before
 //!    its manifest, a half-written `MANIFEST.tmp`, logs already flushed;
 //! 4. replay the remaining logs in order into a memtable (a torn tail of the
-//!    last log is cut and reported; damage anywhere else is an error);
+//!    last log is cut — the file truncated there — and reported; damage
+//!    anywhere else is an error);
 //! 5. flush what was replayed, start a new log, write the manifest, and
 //!    delete the replayed logs.
 //!
@@ -41,14 +42,17 @@ pub(super) fn recover(dir: &Path, opts: Options) -> Result<Core> {
     let lock_path = dir.join(LOCK_NAME);
     let lock = fs.try_lock(&lock_path).map_err(|e| Error::io(&lock_path, e))?;
     let lock = lock.ok_or_else(|| Error::Locked { path: dir.to_path_buf() })?;
-    let mut state = manifest::read(&*fs, dir)?.unwrap_or_else(|| ManifestState {
-        next_file: 1,
-        next_store: 1,
-        next_table: 1,
-        ..ManifestState::default()
-    });
-    let cache = Arc::new(BlockCache::new(opts.block_cache_size));
     let names = fs.list(dir).map_err(|e| Error::io(dir, e))?;
+    let mut state = match manifest::read(&*fs, dir)? {
+        Some(state) => state,
+        None if names.iter().any(|n| parse_number(n, ".sst").is_some()) => {
+            // Without a manifest every table would look orphaned and be deleted.
+            let what = "missing, yet the directory holds SSTables: refusing to treat them as orphans";
+            return Err(Error::corruption(dir.join(manifest::FILE_NAME), 0, what));
+        }
+        None => ManifestState { next_file: 1, next_store: 1, next_table: 1, ..ManifestState::default() },
+    };
+    let cache = Arc::new(BlockCache::new(opts.block_cache_size));
     let mut report = RecoveryReport::default();
     let logs = sort_files(&names, &state, &mut report);
     for name in &report.removed_files {
@@ -82,6 +86,10 @@ pub(super) fn recover(dir: &Path, opts: Options) -> Result<Core> {
         report.logs_replayed += 1;
         report.records_replayed += stats.records;
         if let Some(torn) = stats.torn_tail {
+            // Make the cut permanent before anything else happens: were this
+            // open to fail later, this log would no longer be the newest, and
+            // its damage would then read as corruption.
+            fs.truncate(&path, torn.offset).map_err(|e| Error::io(&path, e))?;
             log::warn!(
                 "cellardb: log {} ends in a damaged record at offset {} ({}); cut {} bytes there",
                 torn.file.display(),

@@ -56,8 +56,8 @@ impl Core {
             // Nobody else is writing: commit at once, without queueing.
             q.leader_active = true;
             drop(q);
+            let _leading = Leading(self);
             let mut results = self.commit(&[&rows]);
-            self.stop_leading();
             return results.pop().unwrap_or_default();
         }
         let waiter = Arc::new(Waiter { rows, done: Mutex::new(None) });
@@ -74,16 +74,30 @@ impl Core {
         q.leader_active = true;
         let group = std::mem::take(&mut q.pending);
         drop(q);
+        let leading = Leading(self);
         let slices: Vec<&[RowWrite]> = group.iter().map(|w| w.rows.as_slice()).collect();
         let mut results = self.commit(&slices).into_iter();
         for w in &group {
             *w.done.lock() = results.next();
         }
-        self.stop_leading();
+        drop(leading);
         let results = waiter.done.lock().take();
         results.unwrap_or_else(|| vec![Err(Error::Closed)])
     }
+}
 
+/// Leadership of the write queue, handed back when dropped — also when a
+/// commit panics, so no writer waits forever for a leader that is gone
+/// (its own waiters then get `Error::Closed`).
+struct Leading<'a>(&'a Core);
+
+impl Drop for Leading<'_> {
+    fn drop(&mut self) {
+        self.0.stop_leading();
+    }
+}
+
+impl Core {
     /// Hands leadership back and wakes every waiter: those whose results
     /// are ready, and those queued meanwhile, one of which leads next. (A
     /// waiter may be waiting for a result another leader set, so the wake-up

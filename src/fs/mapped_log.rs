@@ -53,14 +53,16 @@ impl MappedLog {
     /// Preallocates the file to `capacity` bytes and maps all of it.
     #[allow(unsafe_code)]
     fn remap(&mut self, capacity: usize) -> io::Result<()> {
-        let capacity = capacity.div_ceil(GROWTH_UNIT) * GROWTH_UNIT;
+        let capacity =
+            capacity.checked_next_multiple_of(GROWTH_UNIT).ok_or_else(|| io::Error::other("log capacity overflows"))?;
         self.map = None;
-        preallocate(&self.file, capacity as u64)?;
+        preallocate(&self.file, self.len as u64, capacity as u64)?;
         // SAFETY: the mapping covers the file's preallocated extent, which
         // nothing truncates while it is mapped (this struct unmaps before
         // trimming, in `drop`). Only this struct writes the file, through
         // `&mut self`, and the LOCK file keeps other cellardb processes out
-        // of the directory. Blocks are reserved, so a write to the mapping
+        // of the directory. `preallocate` reserved the blocks (by
+        // `fallocate`, or by writing zeros), so a store into the mapping
         // cannot fail for want of space.
         let map = unsafe { MmapMut::map_mut(&self.file)? };
         if map.len() < capacity {
@@ -71,14 +73,30 @@ impl MappedLog {
     }
 }
 
-#[cfg(target_os = "linux")]
-fn preallocate(file: &File, len: u64) -> io::Result<()> {
-    rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), 0, len).map_err(io::Error::from)
+/// Reserves disk blocks for the file up to `len` bytes (`used` bytes at
+/// its start hold data): `fallocate` where the file system supports it,
+/// else by writing zeros, never by leaving a hole that a store into the
+/// mapping would have to fill (and could not, on a full disk: `SIGBUS`).
+fn preallocate(file: &File, used: u64, len: u64) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    match rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), 0, len) {
+        Ok(()) => return Ok(()),
+        Err(e) if e == rustix::io::Errno::OPNOTSUPP => {}
+        Err(e) => return Err(e.into()),
+    }
+    write_zeros(file, used, len)
 }
 
-#[cfg(not(target_os = "linux"))]
-fn preallocate(file: &File, len: u64) -> io::Result<()> {
-    if file.metadata()?.len() < len { file.set_len(len) } else { Ok(()) }
+fn write_zeros(file: &File, from: u64, to: u64) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let zeros = vec![0u8; GROWTH_UNIT];
+    let mut at = from.max(file.metadata()?.len());
+    while at < to {
+        let n = (to - at).min(zeros.len() as u64) as usize;
+        file.write_all_at(&zeros[..n], at)?;
+        at += n as u64;
+    }
+    Ok(())
 }
 
 impl LogFile for MappedLog {
@@ -94,10 +112,12 @@ impl LogFile for MappedLog {
     }
 
     fn sync(&mut self) -> io::Result<()> {
-        if self.synced < self.len
-            && let Some(map) = &self.map
-        {
-            map.flush_range(self.synced, self.len - self.synced)?;
+        if self.synced < self.len {
+            match &self.map {
+                Some(map) => map.flush_range(self.synced, self.len - self.synced)?,
+                // Unmapped by a failed growth: the pages are in the cache.
+                None => self.file.sync_data()?,
+            }
         }
         self.synced = self.len;
         Ok(())

@@ -209,6 +209,19 @@ impl Fs for MemFs {
         Ok(())
     }
 
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
+        let mut s = self.state.lock();
+        if s.failing(path) {
+            return Err(injected());
+        }
+        let id = *s.names.get(path).ok_or_else(|| not_found(path))?;
+        if let Some(inode) = s.inodes.get_mut(&id) {
+            inode.data.truncate(usize::try_from(len).unwrap_or(usize::MAX));
+            inode.synced_len = inode.data.len();
+        }
+        Ok(())
+    }
+
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
         let s = self.state.lock();
         Ok(s.names

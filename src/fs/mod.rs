@@ -75,6 +75,8 @@ pub trait Fs: Send + Sync + Debug {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Removes the file `path`.
     fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Cuts `path` to `len` bytes, durably.
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()>;
     /// Names of the files in `dir`.
     fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
     /// Makes the directory's entries (creations, renames, removals) durable.

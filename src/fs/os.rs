@@ -50,12 +50,14 @@ impl Fs for OsFs {
         if file.metadata()?.len() == 0 {
             return Ok(Bytes::new());
         }
-        // SAFETY: cellardb maps only SSTables, which are written once, synced
-        // and renamed into place before they are mapped, and never modified or
-        // truncated afterwards (they are deleted whole, which keeps the mapping
-        // valid on Unix). The LOCK file keeps other cellardb processes out of
-        // the directory; a foreign process truncating the file could still
-        // raise SIGBUS, which is outside what any mmap-based engine can prevent.
+        // SAFETY: cellardb maps for reading only SSTables, each written once
+        // under a file number never reused, closed and synced before it is
+        // mapped, and never modified or truncated afterwards (they are
+        // deleted whole, which keeps the mapping valid on Unix); a crashed
+        // flush's partial file is deleted at open before anything is mapped.
+        // The LOCK file keeps other cellardb processes out of the directory;
+        // a foreign process truncating the file could still raise SIGBUS,
+        // which is outside what any mmap-based engine can prevent.
         let map = unsafe { memmap2::Mmap::map(&file)? };
         Ok(Bytes::from_owner(map))
     }
@@ -66,6 +68,12 @@ impl Fs for OsFs {
 
     fn remove(&self, path: &Path) -> io::Result<()> {
         fs::remove_file(path)
+    }
+
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
+        let file = OpenOptions::new().write(true).open(path)?;
+        file.set_len(len)?;
+        file.sync_all()
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {

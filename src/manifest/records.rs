@@ -11,8 +11,9 @@ const MAGIC: &[u8; 8] = b"CELLARMF";
 /// Manifest format version. Version changes: 1 is the first.
 const VERSION: u32 = 1;
 const HEADER_LEN: usize = 12;
-/// Deepest GC rule nesting a decoder follows (guards against stack exhaustion).
-const MAX_GC_DEPTH: usize = 32;
+/// Deepest GC rule nesting a decoder follows: what `GcRule::validate`
+/// accepts (it also guards against stack exhaustion).
+const MAX_GC_DEPTH: usize = GcRule::MAX_DEPTH;
 
 /// Record tags. Written to disk: never renumber.
 mod tag {
@@ -203,7 +204,7 @@ impl ManifestState {
                 let table = u32_of(&mut c, "family's table id")?;
                 let store = u32_of(&mut c, "store id")?;
                 let name = string(&mut c, "family name")?;
-                let gc_rule = decode_gc_rule(&mut c, 0)?;
+                let gc_rule = decode_gc_rule(&mut c, 1)?;
                 let t = self.tables.iter_mut().find(|t| t.id == table).ok_or(c.error("family of an unknown table"))?;
                 t.families.push(FamilyMeta { name, store, gc_rule });
             }
@@ -330,6 +331,15 @@ mod tests {
     #[test]
     fn state_round_trips() {
         let s = sample();
+        assert_eq!(ManifestState::decode(&Bytes::from(s.encode())).unwrap(), s);
+    }
+
+    #[test]
+    fn the_deepest_rule_validation_accepts_round_trips() {
+        let deep = (1..GcRule::MAX_DEPTH).fold(GcRule::max_versions(1), |r, _| GcRule::union([r]));
+        assert!(deep.validate().is_ok());
+        let mut s = sample();
+        s.tables[0].families[0].gc_rule = deep;
         assert_eq!(ManifestState::decode(&Bytes::from(s.encode())).unwrap(), s);
     }
 

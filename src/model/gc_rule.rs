@@ -67,9 +67,20 @@ impl GcRule {
     }
 
     /// Checks the rule: at least one version, a whole number of milliseconds
-    /// of age, and no empty union or intersection.
+    /// of age, no empty union or intersection, and nesting at most
+    /// [`GcRule::MAX_DEPTH`] deep (the manifest's decoder refuses deeper).
     pub(crate) fn validate(&self) -> Result<()> {
+        self.validate_at(1)
+    }
+
+    /// Deepest nesting of unions and intersections accepted.
+    pub const MAX_DEPTH: usize = 32;
+
+    fn validate_at(&self, depth: usize) -> Result<()> {
         let bad = |what: &str| Err(Error::InvalidArgument(format!("GC rule: {what}")));
+        if depth > GcRule::MAX_DEPTH {
+            return bad(&format!("nested more than {} deep", GcRule::MAX_DEPTH));
+        }
         match self {
             GcRule::None => Ok(()),
             GcRule::MaxVersions(0) => bad("max_versions must be at least 1"),
@@ -81,7 +92,9 @@ impl GcRule {
             GcRule::Union(rules) | GcRule::Intersection(rules) if rules.is_empty() => {
                 bad("a union or intersection needs at least one rule")
             }
-            GcRule::Union(rules) | GcRule::Intersection(rules) => rules.iter().try_for_each(GcRule::validate),
+            GcRule::Union(rules) | GcRule::Intersection(rules) => {
+                rules.iter().try_for_each(|r| r.validate_at(depth + 1))
+            }
         }
     }
 }
@@ -158,5 +171,8 @@ mod tests {
         assert!(GcRule::max_age(Duration::ZERO).validate().is_err());
         assert!(GcRule::union([]).validate().is_err());
         assert!(GcRule::union([GcRule::max_versions(1)]).validate().is_ok());
+        let nest = |depth: usize| (1..depth).fold(GcRule::max_versions(1), |r, _| GcRule::union([r]));
+        assert!(nest(GcRule::MAX_DEPTH).validate().is_ok());
+        assert!(nest(GcRule::MAX_DEPTH + 1).validate().is_err());
     }
 }

@@ -15,6 +15,8 @@ pub mod limits {
     pub const MAX_VALUE: usize = 100 << 20;
     /// Most mutations in one row mutation.
     pub const MAX_MUTATIONS_PER_ROW: usize = 100_000;
+    /// Largest row mutation: key, qualifiers and values together, in bytes.
+    pub const MAX_ROW_MUTATION_BYTES: usize = 256 << 20;
     /// Longest column family name, in bytes.
     pub const MAX_FAMILY_NAME: usize = 64;
     /// Longest table name, in bytes.
@@ -129,7 +131,23 @@ pub(crate) fn validate_row_mutation(key: &[u8], mutations: &[Mutation]) -> Resul
             limits::MAX_MUTATIONS_PER_ROW
         )));
     }
-    mutations.iter().try_for_each(validate_mutation)
+    mutations.iter().try_for_each(validate_mutation)?;
+    let total = key.len()
+        + mutations
+            .iter()
+            .map(|m| match m {
+                Mutation::SetCell { qualifier, value, .. } => qualifier.len() + value.len(),
+                Mutation::DeleteFromColumn { qualifier, .. } => qualifier.len(),
+                _ => 0,
+            })
+            .sum::<usize>();
+    if total > limits::MAX_ROW_MUTATION_BYTES {
+        return Err(Error::InvalidArgument(format!(
+            "row mutation holds {total} bytes, over the limit of {} bytes",
+            limits::MAX_ROW_MUTATION_BYTES
+        )));
+    }
+    Ok(())
 }
 
 fn validate_mutation(m: &Mutation) -> Result<()> {
@@ -182,5 +200,13 @@ mod tests {
         let m = [Mutation::set_cell("f", &q, 0, "v")];
         assert!(validate_row_mutation(b"r", &m).is_err());
         assert!(validate_row_mutation(b"r", &[]).is_err());
+        let big = vec![0u8; 100 << 20];
+        let three = [
+            Mutation::set_cell("f", "a", 0, &big),
+            Mutation::set_cell("f", "b", 0, &big),
+            Mutation::set_cell("f", "c", 0, &big),
+        ];
+        let err = validate_row_mutation(b"r", &three).unwrap_err();
+        assert!(err.to_string().contains("268435456"), "{err}");
     }
 }

@@ -24,8 +24,11 @@ pub struct BytesRegex {
 
 impl BytesRegex {
     fn new(source: &str) -> Self {
-        let anchored = format!("^(?:{source})$");
-        let compiled = RegexBuilder::new(&anchored).unicode(false).build().map_err(|e| e.to_string());
+        let translated = translate_any_byte(source);
+        let build = |pattern: &str| RegexBuilder::new(pattern).unicode(false).build().map_err(|e| e.to_string());
+        // The pattern must be valid on its own: wrapping an invalid one such
+        // as `a)|(b` in the anchors could make it valid, and wrong.
+        let compiled = build(&translated).and_then(|_| build(&format!("^(?:{translated})$")));
         BytesRegex { source: source.to_owned(), compiled }
     }
 
@@ -37,6 +40,28 @@ impl BytesRegex {
     pub fn as_str(&self) -> &str {
         &self.source
     }
+}
+
+/// RE2's `\C` (any byte), which the `regex` crate does not know, as
+/// `(?s-u:.)`. A backslash that is itself escaped is left alone.
+fn translate_any_byte(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('C') => out.push_str("(?s-u:.)"),
+            Some(n) => {
+                out.push('\\');
+                out.push(n);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
 }
 
 impl PartialEq for BytesRegex {
@@ -121,7 +146,7 @@ impl Filter {
     }
 
     /// Checks the filter before a read, as Bigtable does: patterns compile,
-    /// limits are positive, chains are not empty.
+    /// limits are positive.
     pub(crate) fn validate(&self) -> Result<()> {
         let bad = |what: String| Err(Error::InvalidArgument(what));
         match self {
@@ -295,6 +320,15 @@ mod tests {
         let f = Filter::column_range("cf1", Bound::Excluded("a"), Bound::<&str>::Unbounded);
         assert_eq!(row().apply(&f), vec![cell(0, "b", 1000)]);
         assert!(f.may_select_family("cf1") && !f.may_select_family("m"));
+    }
+
+    #[test]
+    fn any_byte_escape_and_anchoring_follow_re2() {
+        let row = TestRow::new(&[(0, "a\nb", 1), (0, "axyz", 2)]);
+        assert_eq!(row.apply(&Filter::column_qualifier_regex(r"a\C*")).len(), 2);
+        assert_eq!(row.apply(&Filter::column_qualifier_regex(r"a.b")).len(), 0, "`.` stops at newline");
+        assert!(Filter::column_qualifier_regex("a)|(?:b").validate().is_err(), "invalid alone, invalid anchored");
+        assert!(Filter::column_qualifier_regex(r"\\C").validate().is_ok(), "an escaped backslash then C");
     }
 
     #[test]

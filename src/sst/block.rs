@@ -138,6 +138,10 @@ impl DecodedBlock {
         let mut slots = Vec::with_capacity(n);
         for i in 0..n {
             let kind = EntryKind::from_tag(kinds[i]).ok_or(DecodeError { offset: 0, what: "entry kind" })?;
+            let value = &raw[value_starts[i]..value_starts[i] + value_lens[i]];
+            if kind == EntryKind::DeleteColumn && !crate::wal::is_range_end(value) {
+                return Err(DecodeError { offset: value_starts[i], what: "column tombstone's range end" });
+            }
             let timestamp =
                 timestamps[i].checked_mul(scale).ok_or(DecodeError { offset: 0, what: "timestamp out of range" })?;
             slots.push(Slot {
@@ -170,6 +174,9 @@ fn decode_rows(c: &mut Cursor<'_>, count: usize, entries: usize) -> Result<Rows,
             return Err(c.error("row key longer than the 4 KiB limit"));
         }
         let run = c.len(entries - row_of.len(), "row run")?;
+        if run == 0 {
+            return Err(c.error("row with no entries"));
+        }
         row_bytes.extend_from_within(prev_start..prev_start + shared);
         row_bytes.extend_from_slice(suffix);
         let end = u32::try_from(row_bytes.len()).map_err(|_| c.error("row keys"))?;

@@ -62,9 +62,9 @@ impl BlockHandle {
         })
     }
 
-    /// Offset just past the block's trailer.
-    pub fn end(&self) -> u64 {
-        self.offset + u64::from(self.stored_len) + TRAILER_LEN as u64
+    /// Offset just past the block's trailer; `None` if that overflows.
+    pub fn end(&self) -> Option<u64> {
+        self.offset.checked_add(u64::from(self.stored_len) + TRAILER_LEN as u64)
     }
 }
 

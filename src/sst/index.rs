@@ -46,11 +46,15 @@ pub fn encode(index: &[IndexEntry]) -> Vec<u8> {
 pub fn decode(raw: &[u8]) -> Result<Vec<IndexEntry>, DecodeError> {
     let mut c = Cursor::new(raw);
     let n = c.len(raw.len(), "index entry count")?;
-    let mut index: Vec<IndexEntry> = Vec::with_capacity(n);
+    // An entry takes at least 9 bytes.
+    let mut index: Vec<IndexEntry> = Vec::with_capacity(n.min(raw.len() / 9));
     for _ in 0..n {
         let prev: &[u8] = index.last().map_or(&[], |e| &e.last_key.row);
         let shared = c.len(prev.len(), "index row shared prefix")?;
         let suffix = c.length_prefixed("index row suffix")?;
+        if shared + suffix.len() > crate::limits::MAX_ROW_KEY {
+            return Err(c.error("index row key longer than the 4 KiB limit"));
+        }
         let mut row = Vec::with_capacity(shared + suffix.len());
         row.extend_from_slice(&prev[..shared]);
         row.extend_from_slice(suffix);

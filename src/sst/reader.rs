@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 
 use super::block::DecodedBlock;
-use super::format::{BlockCompression, BlockHandle, FOOTER_LEN, Footer, TRAILER_LEN, check_trailer};
+use super::format::{BlockCompression, BlockHandle, FOOTER_LEN, Footer, MAX_RAW_BLOCK, TRAILER_LEN, check_trailer};
 use super::index::{self, IndexEntry};
 use super::{Properties, bloom};
 use crate::cache::BlockCache;
@@ -136,8 +136,11 @@ impl SstReader {
         let at = handle.offset;
         let corrupt = |what: &str| Error::corruption(&self.path, at, what);
         let meta_end = (self.data.len() - FOOTER_LEN) as u64;
-        if handle.end() > meta_end {
+        if handle.end().is_none_or(|end| end > meta_end) {
             return Err(corrupt("block handle points past the end of the data"));
+        }
+        if handle.raw_len > MAX_RAW_BLOCK {
+            return Err(corrupt("block larger than 256 MiB once decompressed"));
         }
         let start = at as usize;
         let stored_end = start + handle.stored_len as usize;

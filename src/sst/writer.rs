@@ -6,7 +6,7 @@ use bytes::Bytes;
 
 use super::block_builder::BlockBuilder;
 use super::bloom;
-use super::format::{BlockCompression, BlockHandle, Footer, trailer};
+use super::format::{BlockCompression, BlockHandle, Footer, TRAILER_LEN, trailer};
 use super::index::{self, IndexEntry};
 use super::props::Properties;
 use crate::fs::{Fs, WritableFile};
@@ -144,7 +144,7 @@ impl SstWriter {
         self.block.finish(&mut raw);
         let handle = self.write_block(&raw, true)?;
         self.props.raw_data_bytes += u64::from(handle.raw_len);
-        self.props.stored_data_bytes += handle.end() - handle.offset;
+        self.props.stored_data_bytes += u64::from(handle.stored_len) + TRAILER_LEN as u64;
         self.props.data_blocks += 1;
         self.index.push(IndexEntry { last_key, handle, entries });
         Ok(())

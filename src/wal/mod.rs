@@ -11,7 +11,7 @@ mod record;
 mod writer;
 
 pub use reader::{ReplayStats, TornTail, WalReader};
-pub use record::{LogEntry, RowRecord, decode_payload, encode_record};
+pub use record::{LogEntry, RowRecord, decode_payload, encode_record, is_range_end};
 pub use writer::WalWriter;
 
 /// First bytes of every log file.

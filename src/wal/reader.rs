@@ -37,6 +37,9 @@ pub struct WalReader<'a> {
 /// Why the record at some offset is not intact.
 type Fault = &'static str;
 
+/// The unit a disk writes atomically, at the least.
+const SECTOR: usize = 512;
+
 impl<'a> WalReader<'a> {
     /// A reader of `data`, the content of the log file at `path`.
     pub fn new(path: &'a Path, data: &'a [u8]) -> Self {
@@ -54,14 +57,21 @@ impl<'a> WalReader<'a> {
     /// A damaged record followed by no intact record is a torn tail: if
     /// `tolerate_torn_tail`, replay stops there and reports it; otherwise it is
     /// `Error::Corruption`. A damaged record followed by an intact one is
-    /// always `Error::Corruption`: records are never skipped in the middle.
+    /// `Error::Corruption` — records are never skipped in the middle — unless
+    /// tolerating and the damage includes a whole zero sector (a hole power
+    /// loss leaves in unsynced data): then the log is cut there and reported,
+    /// like a torn tail.
     pub fn replay(
         &self,
         tolerate_torn_tail: bool,
         mut apply: impl FnMut(RowRecord<'a>) -> Result<()>,
     ) -> Result<ReplayStats> {
-        self.check_header()?;
         let mut stats = ReplayStats::default();
+        if self.data.iter().all(|&b| b == 0) {
+            // Created (and preallocated) but never written: an empty log.
+            return Ok(stats);
+        }
+        self.check_header()?;
         let mut pos = FILE_HEADER_LEN;
         while pos < self.data.len() {
             if self.data[pos..].iter().all(|&b| b == 0) {
@@ -79,16 +89,24 @@ impl<'a> WalReader<'a> {
                     if !tolerate_torn_tail {
                         return Err(self.corruption(pos, fault));
                     }
-                    if let Some(intact) = self.next_intact_record(pos + 1) {
-                        return Err(
-                            self.corruption(pos, format!("{fault}, followed by an intact record at offset {intact}"))
-                        );
-                    }
+                    let what = match self.next_intact_record(pos + 1) {
+                        None => fault.to_owned(),
+                        Some(intact) => match self.unwritten_sector(pos, intact) {
+                            Some(sector) => format!(
+                                "{fault}: the sector at offset {sector} was never written (power lost before a \
+                                 sync), so the records after it were never synced"
+                            ),
+                            None => {
+                                let what = format!("{fault}, followed by an intact record at offset {intact}");
+                                return Err(self.corruption(pos, what));
+                            }
+                        },
+                    };
                     stats.torn_tail = Some(TornTail {
                         file: self.path.to_path_buf(),
                         offset: pos as u64,
                         dropped_bytes: (self.data.len() - pos) as u64,
-                        what: fault.to_owned(),
+                        what,
                     });
                     break;
                 }
@@ -130,6 +148,17 @@ impl<'a> WalReader<'a> {
             return Err("record payload checksum mismatch");
         }
         Ok((payload, end))
+    }
+
+    /// The first 512-byte sector within `[from, to)` holding only zeros, if
+    /// any. Damage that includes such a sector is the hole power loss leaves
+    /// in a preallocated log whose pages reached the disk out of order;
+    /// a damaged byte (bit rot, a bad write) never zeroes a whole sector.
+    fn unwritten_sector(&self, from: usize, to: usize) -> Option<usize> {
+        let first = from.div_ceil(SECTOR) * SECTOR;
+        (first..to.saturating_sub(SECTOR - 1))
+            .step_by(SECTOR)
+            .find(|&s| self.data[s..s + SECTOR].iter().all(|&b| b == 0))
     }
 
     /// Offset of the first intact record starting at or after `from`.
@@ -223,6 +252,29 @@ mod tests {
         assert_eq!(strict.records, 2);
         data.push(1);
         assert!(replay(&data).unwrap().1.torn_tail.is_some(), "anything but zeros is a torn tail");
+    }
+
+    #[test]
+    fn a_never_written_log_is_empty() {
+        let (rows, stats) = replay(&[0u8; 1 << 16]).unwrap();
+        assert!(rows.is_empty());
+        assert_eq!(stats.torn_tail, None);
+    }
+
+    #[test]
+    fn a_hole_of_unwritten_sectors_cuts_the_log_where_it_starts() {
+        let rows: Vec<String> = (0..200).map(|i| format!("row-{i:04}-{}", "x".repeat(40))).collect();
+        let refs: Vec<&str> = rows.iter().map(String::as_str).collect();
+        let mut data = log_of(&refs);
+        let hole = 2048..2048 + 1024;
+        data[hole.clone()].fill(0);
+        let (got, stats) = replay(&data).unwrap();
+        let torn = stats.torn_tail.unwrap();
+        assert!(torn.offset as usize <= hole.start && !got.is_empty(), "{torn:?}");
+        assert_eq!(got, refs[..got.len()]);
+        assert!(torn.what.contains("never written"), "{}", torn.what);
+        let strict = WalReader::new(Path::new("x.log"), &data).replay(false, |_| Ok(()));
+        assert!(matches!(strict, Err(Error::Corruption { .. })));
     }
 
     #[test]

@@ -50,6 +50,13 @@ impl LogEntry<'_> {
     }
 }
 
+/// Whether `value` is a column tombstone's encoded range end: empty, or
+/// exactly one zigzag varint.
+pub fn is_range_end(value: &[u8]) -> bool {
+    let mut c = Cursor::new(value);
+    value.is_empty() || (c.zigzag("range end").is_ok() && c.is_empty())
+}
+
 /// Appends `record` as one framed log record.
 pub fn encode_record(buf: &mut Vec<u8>, record: &RowRecord<'_>) {
     let start = buf.len();
@@ -80,14 +87,19 @@ pub fn decode_payload(payload: &[u8]) -> Result<RowRecord<'_>, DecodeError> {
     let first_seq = c.u64_le("first sequence")?;
     let row = c.length_prefixed("row key")?;
     let count = c.len(c.remaining(), "entry count")?;
-    let mut entries = Vec::with_capacity(count);
+    // An entry takes at least 6 bytes.
+    let mut entries = Vec::with_capacity(count.min(c.remaining() / 6));
     for _ in 0..count {
         let kind = EntryKind::from_tag(c.u8("entry kind")?).ok_or(c.error("entry kind"))?;
         let store = u32::try_from(c.varint("store")?).map_err(|_| c.error("store"))?;
         let seq = first_seq.checked_add(c.varint("sequence offset")?).ok_or(c.error("sequence offset"))?;
         let qualifier = c.length_prefixed("qualifier")?;
         let timestamp = c.zigzag("timestamp")?;
-        let value = Cow::Borrowed(c.length_prefixed("value")?);
+        let value = c.length_prefixed("value")?;
+        if kind == EntryKind::DeleteColumn && !is_range_end(value) {
+            return Err(c.error("column tombstone's range end"));
+        }
+        let value = Cow::Borrowed(value);
         entries.push(LogEntry { store, kind, seq, qualifier, timestamp, value });
     }
     if !c.is_empty() {

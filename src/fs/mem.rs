@@ -42,6 +42,20 @@ impl State {
 struct Inode {
     data: Vec<u8>,
     synced_len: usize,
+    /// A log's reserved size: the file reads as its data followed by zeros
+    /// up to here, as a preallocated file does (its size is durable from
+    /// creation), until the log is dropped and trimmed.
+    preallocated: usize,
+}
+
+impl Inode {
+    fn contents(&self) -> Vec<u8> {
+        let mut data = self.data.clone();
+        if data.len() < self.preallocated {
+            data.resize(self.preallocated, 0);
+        }
+        data
+    }
 }
 
 impl MemFs {
@@ -61,7 +75,8 @@ impl MemFs {
             .values()
             .filter_map(|id| {
                 let inode = s.inodes.get(id)?;
-                Some((*id, Inode { data: inode.data[..inode.synced_len].to_vec(), synced_len: inode.synced_len }))
+                let data = inode.data[..inode.synced_len].to_vec();
+                Some((*id, Inode { data, synced_len: inode.synced_len, preallocated: inode.preallocated }))
             })
             .collect();
         let state = State {
@@ -114,6 +129,17 @@ struct MemFile {
     path: PathBuf,
 }
 
+/// A log: a preallocated file, trimmed to its data when dropped.
+struct MemLog(MemFile);
+
+impl Drop for MemLog {
+    fn drop(&mut self) {
+        if let Some(inode) = self.0.state.lock().inodes.get_mut(&self.0.inode) {
+            inode.preallocated = 0;
+        }
+    }
+}
+
 impl WritableFile for MemFile {
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         let mut s = self.state.lock();
@@ -138,13 +164,13 @@ impl WritableFile for MemFile {
     }
 }
 
-impl LogFile for MemFile {
+impl LogFile for MemLog {
     fn append(&mut self, buf: &[u8]) -> io::Result<()> {
-        self.write_all(buf)
+        self.0.write_all(buf)
     }
 
     fn sync(&mut self) -> io::Result<()> {
-        self.sync_data()
+        self.0.sync_data()
     }
 }
 
@@ -182,14 +208,18 @@ impl Fs for MemFs {
         Ok(Box::new(self.create_file(path)?))
     }
 
-    fn create_log(&self, path: &Path, _capacity: usize) -> io::Result<Box<dyn LogFile>> {
-        Ok(Box::new(self.create_file(path)?))
+    fn create_log(&self, path: &Path, capacity: usize) -> io::Result<Box<dyn LogFile>> {
+        let file = self.create_file(path)?;
+        if let Some(inode) = self.state.lock().inodes.get_mut(&file.inode) {
+            inode.preallocated = capacity;
+        }
+        Ok(Box::new(MemLog(file)))
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         let s = self.state.lock();
         let id = s.names.get(path).ok_or_else(|| not_found(path))?;
-        Ok(s.inodes.get(id).map(|i| i.data.clone()).unwrap_or_default())
+        Ok(s.inodes.get(id).map(Inode::contents).unwrap_or_default())
     }
 
     fn map(&self, path: &Path) -> io::Result<Bytes> {
@@ -218,6 +248,7 @@ impl Fs for MemFs {
         if let Some(inode) = s.inodes.get_mut(&id) {
             inode.data.truncate(usize::try_from(len).unwrap_or(usize::MAX));
             inode.synced_len = inode.data.len();
+            inode.preallocated = 0;
         }
         Ok(())
     }
@@ -247,7 +278,7 @@ impl Fs for MemFs {
     fn file_size(&self, path: &Path) -> io::Result<u64> {
         let s = self.state.lock();
         let id = s.names.get(path).ok_or_else(|| not_found(path))?;
-        Ok(s.inodes.get(id).map_or(0, |i| i.data.len() as u64))
+        Ok(s.inodes.get(id).map_or(0, |i| i.data.len().max(i.preallocated) as u64))
     }
 
     fn try_lock(&self, path: &Path) -> io::Result<Option<FileLock>> {

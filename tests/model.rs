@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use cellardb::fs::MemFs;
 use cellardb::{Db, Filter, GcRule, Mutation, Options, RowRange, RowSet, Table, TimeRange};
-use common::model::{Model, ModelCell, ModelFilter};
+use common::model::{Model, ModelCell, ModelFilter, ModelGc};
 
 /// SplitMix64, so a seed means the same run everywhere.
 struct Rng(u64);
@@ -41,14 +41,38 @@ const KEY_BYTES: [u8; 4] = [b'a', b'b', 0x00, 0xff];
 const QUALIFIERS: [&[u8]; 4] = [b"", b"q0", b"q1", b"q\xff"];
 /// Regexes matching exactly the qualifier of the same index.
 const QUALIFIER_REGEXES: [&str; 4] = ["", "q0", "q1", r"q\xff"];
-const FAMILIES: [&str; 2] = ["cf1", "cf2"];
+const FAMILIES: [&str; 4] = ["cf1", "cf2", "cf3", "cf4"];
+/// 2200-01-01 in µs: cells from then on are never too old for `max_age`,
+/// cells near 1970 always are, so age decisions do not depend on the clock.
+const FUTURE: i64 = 7_258_118_400_000_000;
+const HOUR: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// The families, their GC rules, and the model's mirror of each.
+fn families() -> Vec<(&'static str, GcRule, ModelGc)> {
+    let hour = HOUR.as_micros() as i64;
+    vec![
+        ("cf1", GcRule::none(), ModelGc::None),
+        ("cf2", GcRule::max_versions(2), ModelGc::Versions(2)),
+        (
+            "cf3",
+            GcRule::union([GcRule::max_versions(3), GcRule::max_age(HOUR)]),
+            ModelGc::Union(vec![ModelGc::Versions(3), ModelGc::Age(hour)]),
+        ),
+        (
+            "cf4",
+            GcRule::intersection([GcRule::max_versions(1), GcRule::max_age(HOUR)]),
+            ModelGc::Intersection(vec![ModelGc::Versions(1), ModelGc::Age(hour)]),
+        ),
+    ]
+}
 
 fn key(rng: &mut Rng) -> Vec<u8> {
     (0..1 + rng.below(3)).map(|_| *rng.pick(&KEY_BYTES)).collect()
 }
 
 fn timestamp(rng: &mut Rng) -> i64 {
-    1000 * rng.below(8) as i64
+    let base = if rng.chance(50) { 0 } else { FUTURE };
+    base + 1000 * rng.below(8) as i64
 }
 
 fn mutation(rng: &mut Rng) -> Mutation {
@@ -176,7 +200,7 @@ fn open(path: &Path, fs: &Option<MemFs>) -> (Db, Table) {
     let db = opts.open(path).expect("open");
     let t = match db.table("t") {
         Ok(t) => t,
-        Err(_) => db.create_table("t", [("cf1", GcRule::none()), ("cf2", GcRule::max_versions(2))]).expect("create"),
+        Err(_) => db.create_table("t", families().into_iter().map(|(f, rule, _)| (f, rule))).expect("create"),
     };
     (db, t)
 }
@@ -186,9 +210,8 @@ fn run_seed(seed: u64, ops: usize) {
     let dir = tempfile::tempdir().unwrap();
     let fs = (seed % 2 == 1).then(MemFs::new);
     let (mut db, mut t) = open(dir.path(), &fs);
-    let mut model = Model::default();
-    model.max_versions.insert("cf1".into(), None);
-    model.max_versions.insert("cf2".into(), Some(2));
+    let mut model =
+        Model { gc: families().into_iter().map(|(f, _, m)| (f.to_owned(), m)).collect(), ..Model::default() };
     for op in 0..ops {
         let context = format!("seed {seed}, op {op} (replay: CELLARDB_MODEL_SEED={seed})");
         match rng.below(100) {

@@ -51,6 +51,16 @@ impl GcRule {
         GcRule::Intersection(rules.into_iter().collect())
     }
 
+    /// Whether the rule looks at version counts at all (else reads need not
+    /// work them out).
+    pub(crate) fn counts_versions(&self) -> bool {
+        match self {
+            GcRule::MaxVersions(_) => true,
+            GcRule::None | GcRule::MaxAge(_) => false,
+            GcRule::Union(rules) | GcRule::Intersection(rules) => rules.iter().any(GcRule::counts_versions),
+        }
+    }
+
     /// Whether the cell at `version` (0 = newest live version of its column)
     /// with timestamp `ts` is collected at wall-clock time `now` (both in µs).
     pub(crate) fn collects(&self, version: usize, ts: i64, now: i64) -> bool {

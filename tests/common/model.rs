@@ -7,8 +7,39 @@ use std::ops::Bound;
 
 use cellardb::{Mutation, TimeRange};
 
-/// Columns of a row: (family, qualifier) → timestamp (newest first) → value.
-type Columns = BTreeMap<(String, Vec<u8>), BTreeMap<Reverse<i64>, Vec<u8>>>;
+/// A cell's value and the most newer versions of its column that were live
+/// at once since it was written (what `max_versions` counts).
+#[derive(Debug, Clone)]
+pub struct CellState {
+    pub value: Vec<u8>,
+    pub most_newer: usize,
+}
+
+/// Columns of a row: (family, qualifier) → timestamp (newest first) → cell.
+type Columns = BTreeMap<(String, Vec<u8>), BTreeMap<Reverse<i64>, CellState>>;
+
+/// A GC rule, mirrored by hand.
+#[derive(Debug, Clone)]
+pub enum ModelGc {
+    None,
+    Versions(usize),
+    /// Maximum age in µs.
+    Age(i64),
+    Union(Vec<ModelGc>),
+    Intersection(Vec<ModelGc>),
+}
+
+impl ModelGc {
+    pub fn collects(&self, most_newer: usize, ts: i64, now: i64) -> bool {
+        match self {
+            ModelGc::None => false,
+            ModelGc::Versions(n) => most_newer >= *n,
+            ModelGc::Age(age) => ts < now - age,
+            ModelGc::Union(rules) => rules.iter().any(|r| r.collects(most_newer, ts, now)),
+            ModelGc::Intersection(rules) => rules.iter().all(|r| r.collects(most_newer, ts, now)),
+        }
+    }
+}
 
 /// A cell: (row, family, qualifier, timestamp, value).
 pub type ModelCell = (Vec<u8>, String, Vec<u8>, i64, Vec<u8>);
@@ -26,23 +57,24 @@ pub enum ModelFilter {
     Chain(Vec<ModelFilter>),
 }
 
-/// The model database: rows of one table, and each family's max versions.
+/// The model database: rows of one table, and each family's GC rule.
 #[derive(Debug, Default, Clone)]
 pub struct Model {
     pub rows: BTreeMap<Vec<u8>, Columns>,
-    pub max_versions: BTreeMap<String, Option<usize>>,
+    pub gc: BTreeMap<String, ModelGc>,
 }
 
 impl Model {
-    /// Applies a row mutation in order, as Bigtable does.
+    /// Applies a row mutation in order, as Bigtable does; after each
+    /// mutation every cell's count of newer live versions is brought up to date.
     pub fn apply(&mut self, key: &[u8], mutations: &[Mutation]) {
-        let families: Vec<String> = self.max_versions.keys().cloned().collect();
+        let families: Vec<String> = self.gc.keys().cloned().collect();
         let row = self.rows.entry(key.to_vec()).or_default();
         for m in mutations {
             match m {
                 Mutation::SetCell { family, qualifier, timestamp, value } => {
                     let col = row.entry((family.clone(), qualifier.to_vec())).or_default();
-                    col.insert(Reverse(timestamp.micros()), value.to_vec());
+                    col.insert(Reverse(timestamp.micros()), CellState { value: value.to_vec(), most_newer: 0 });
                 }
                 Mutation::DeleteFromColumn { family, qualifier, range } => {
                     if let Some(col) = row.get_mut(&(family.clone(), qualifier.to_vec())) {
@@ -52,6 +84,11 @@ impl Model {
                 Mutation::DeleteFromFamily { family } => row.retain(|(f, _), _| f != family),
                 Mutation::DeleteFromRow => row.retain(|(f, _), _| !families.contains(f)),
             }
+            for col in row.values_mut() {
+                for (rank, cell) in col.values_mut().enumerate() {
+                    cell.most_newer = cell.most_newer.max(rank);
+                }
+            }
         }
         row.retain(|_, col| !col.is_empty());
         if row.is_empty() {
@@ -59,13 +96,15 @@ impl Model {
         }
     }
 
-    /// The cells of `row` that survive GC, in model order.
-    fn live_cells(&self, key: &[u8], columns: &Columns) -> Vec<ModelCell> {
+    /// The cells of `row` that its families' GC rules keep, in model order.
+    fn live_cells(&self, key: &[u8], columns: &Columns, now: i64) -> Vec<ModelCell> {
         let mut out = Vec::new();
         for ((family, q), cells) in columns {
-            let keep = self.max_versions.get(family).copied().flatten().unwrap_or(usize::MAX);
-            for (Reverse(ts), v) in cells.iter().take(keep) {
-                out.push((key.to_vec(), family.clone(), q.clone(), *ts, v.clone()));
+            let rule = self.gc.get(family).cloned().unwrap_or(ModelGc::None);
+            for (Reverse(ts), c) in cells {
+                if !rule.collects(c.most_newer, *ts, now) {
+                    out.push((key.to_vec(), family.clone(), q.clone(), *ts, c.value.clone()));
+                }
             }
         }
         out
@@ -80,11 +119,13 @@ impl Model {
         reverse: bool,
         limit: Option<usize>,
     ) -> Vec<Vec<ModelCell>> {
+        let now =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64);
         let mut rows: Vec<Vec<ModelCell>> = self
             .rows
             .iter()
             .filter(|(k, _)| wanted(k))
-            .map(|(k, cols)| filter.apply(self.live_cells(k, cols)))
+            .map(|(k, cols)| filter.apply(self.live_cells(k, cols, now)))
             .filter(|cells| !cells.is_empty())
             .collect();
         if reverse {

@@ -38,6 +38,7 @@
 pub mod baseline;
 mod cache;
 mod coding;
+pub mod compaction;
 mod db;
 mod error;
 pub mod fs;
@@ -52,7 +53,8 @@ pub mod sst;
 pub mod wal;
 pub mod workload;
 
-pub use db::{Db, FamilyStats, ReadRows, RecoveryReport, RowIter, Stats, Table, TableStats};
+pub use compaction::CompactionStrategy;
+pub use db::{Db, FamilyStats, LevelStats, ReadRows, RecoveryReport, RowIter, Stats, Table, TableStats};
 pub use error::{Error, Result};
 pub use model::{Cell, Column, Family, FamilySchema, GcRule, Mutation, Row, TableSchema, TimeRange, Timestamp, limits};
 pub use options::{Compression, Durability, Options, RecoveryMode};

@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::compaction::CompactionStrategy;
 use crate::fs::{Fs, OsFs};
 use crate::{Db, Result};
 
@@ -59,6 +60,7 @@ pub struct Options {
     pub(crate) block_cache_size: usize,
     pub(crate) compression: Compression,
     pub(crate) recovery: RecoveryMode,
+    pub(crate) compaction: CompactionStrategy,
     pub(crate) fs: Arc<dyn Fs>,
 }
 
@@ -72,6 +74,7 @@ impl Default for Options {
             block_cache_size: 64 << 20,
             compression: Compression::default(),
             recovery: RecoveryMode::default(),
+            compaction: CompactionStrategy::default(),
             fs: Arc::new(OsFs),
         }
     }
@@ -118,6 +121,13 @@ impl Options {
     /// What to do with a damaged log tail (default: cut it and report).
     pub fn recovery_mode(mut self, mode: RecoveryMode) -> Self {
         self.recovery = mode;
+        self
+    }
+
+    /// How each family's files are compacted (default leveled; see
+    /// `docs/compaction.md`).
+    pub fn compaction_strategy(mut self, strategy: CompactionStrategy) -> Self {
+        self.compaction = strategy;
         self
     }
 

@@ -175,6 +175,7 @@ impl Core {
             keep
         });
         self.install(&st, cs.mem.clone());
+        self.request_compaction(&mut st);
         Ok(out)
     }
 }

@@ -37,10 +37,7 @@ pub(super) fn flusher_loop(core: &Arc<Core>) {
         let flushed = flushed.unwrap_or_else(|_| Err(Error::Poisoned("the flush thread panicked".into())));
         if let Err(e) = flushed {
             log::error!("cellardb: flush failed, writes will fail until reopen: {e}");
-            let mut st = core.state.lock();
-            st.bg_error = Some(e);
-            core.bg_failed.store(true, std::sync::atomic::Ordering::Release);
-            core.state_cv.notify_all();
+            core.record_background_error(e);
             return;
         }
     }
@@ -92,7 +89,7 @@ impl Core {
         dropped.iter().for_each(|h| h.mark_obsolete());
         st.imm.remove(0);
         self.install(&st, self.current().mem.clone());
-        self.state_cv.notify_all();
+        self.request_compaction(&mut st);
         drop(st);
         self.remove_logs_below(next_log);
         Ok(())

@@ -11,6 +11,7 @@
 //! take only a read lock on `current`, for the time of an `Arc` clone.
 
 mod admin;
+mod compact;
 mod flush;
 mod open;
 mod read;
@@ -21,13 +22,13 @@ mod write;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
 pub use read::{ReadRows, RowIter};
-pub use stats::{FamilyStats, RecoveryReport, Stats, TableStats};
+pub use stats::{FamilyStats, LevelStats, RecoveryReport, Stats, TableStats};
 pub use table::Table;
 
 use crate::cache::BlockCache;
@@ -48,10 +49,10 @@ pub struct Db {
     handle: Arc<DbHandle>,
 }
 
-/// Owns the background thread; dropping it stops the engine.
+/// Owns the background threads; dropping it stops the engine.
 struct DbHandle {
     core: Arc<Core>,
-    flusher: Mutex<Option<JoinHandle<()>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 /// The state shared by every handle and the background thread.
@@ -72,6 +73,8 @@ pub(crate) struct Core {
     /// Set when a background flush failed (the error is in `EngineState`);
     /// checked by every commit without taking the state lock.
     bg_failed: AtomicBool,
+    /// Level-0 files of the store that has the most, for write stalls.
+    l0_files: AtomicUsize,
     recovery: RecoveryReport,
     counters: stats::Counters,
 }
@@ -95,6 +98,10 @@ pub(crate) struct EngineState {
     imm: Vec<Arc<Memtable>>,
     bg_error: Option<Error>,
     shutting_down: bool,
+    /// Stores a compaction is running on.
+    busy: std::collections::HashSet<u32>,
+    /// Set to wake the compaction thread.
+    compaction_requested: bool,
 }
 
 impl Db {
@@ -108,12 +115,13 @@ impl Db {
 
     pub(crate) fn open_with(path: &Path, opts: Options) -> Result<Db> {
         let core = Arc::new(open::recover(path, opts)?);
-        let bg = core.clone();
-        let flusher = std::thread::Builder::new()
-            .name("cellardb-flush".into())
-            .spawn(move || flush::flusher_loop(&bg))
-            .map_err(|e| Error::io(path, e))?;
-        Ok(Db { handle: Arc::new(DbHandle { core, flusher: Mutex::new(Some(flusher)) }) })
+        let spawn = |name: &str, run: fn(&Arc<Core>)| {
+            let core = core.clone();
+            std::thread::Builder::new().name(name.into()).spawn(move || run(&core)).map_err(|e| Error::io(path, e))
+        };
+        let threads =
+            vec![spawn("cellardb-flush", flush::flusher_loop)?, spawn("cellardb-compact", compact::compactor_loop)?];
+        Ok(Db { handle: Arc::new(DbHandle { core, threads: Mutex::new(threads) }) })
     }
 
     pub(crate) fn core(&self) -> &Arc<Core> {
@@ -152,7 +160,7 @@ impl DbHandle {
             st.shutting_down = true;
             core.state_cv.notify_all();
         }
-        if let Some(t) = self.flusher.lock().take() {
+        for t in std::mem::take(&mut *self.threads.lock()) {
             let _ = t.join();
         }
         if first {
@@ -177,16 +185,32 @@ impl Core {
         self.current.read().clone()
     }
 
-    /// A consistent snapshot: the highest visible sequence number, then the
-    /// view. Loading the sequence first guarantees the view holds every
-    /// entry at or below it; entries above it are ignored by the read.
+    /// A consistent snapshot: the view, then the highest visible sequence
+    /// number. Entries above the number are ignored by the read. Entries at
+    /// or below it that the view lacks went to a memtable started after the
+    /// view was taken, so they are all newer than anything the view holds:
+    /// the read sees a prefix of history. And since the number is loaded
+    /// after the view, it covers everything in the view's files, so a
+    /// compaction that dropped versions hidden from every later snapshot
+    /// cannot take anything from this read (a read holding an older view
+    /// keeps that view's files).
     pub(crate) fn snapshot(&self) -> (u64, Arc<SuperVersion>) {
+        let sv = self.current();
         let seq = self.visible_seq.load(Ordering::Acquire);
-        (seq, self.current())
+        (seq, sv)
     }
 
     fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) { Err(Error::Closed) } else { Ok(()) }
+    }
+
+    /// Records the error a background flush or compaction failed with:
+    /// from now on writes are refused.
+    fn record_background_error(&self, e: Error) {
+        let mut st = self.state.lock();
+        st.bg_error = Some(e);
+        self.bg_failed.store(true, Ordering::Release);
+        self.state_cv.notify_all();
     }
 
     /// The error a background flush failed with, if one did: writes are
@@ -216,6 +240,11 @@ impl Core {
             files,
             schema: Arc::new(Schema { tables: st.manifest.tables.clone() }),
         };
+        let mut level0 = std::collections::HashMap::<u32, usize>::new();
+        for m in st.manifest.ssts.iter().filter(|m| m.level == 0) {
+            *level0.entry(m.store).or_default() += 1;
+        }
+        self.l0_files.store(level0.values().copied().max().unwrap_or(0), Ordering::Relaxed);
         *self.current.write() = Arc::new(sv);
     }
 

@@ -28,6 +28,8 @@ pub(crate) struct Counters {
     logical: AtomicU64,
     wal: AtomicU64,
     flushed: AtomicU64,
+    compaction_read: AtomicU64,
+    compaction_written: AtomicU64,
     stall_micros: AtomicU64,
 }
 
@@ -42,6 +44,11 @@ impl Counters {
 
     pub fn add_flushed(&self, n: u64) {
         self.flushed.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn add_compaction(&self, read: u64, written: u64) {
+        self.compaction_read.fetch_add(read, Ordering::Relaxed);
+        self.compaction_written.fetch_add(written, Ordering::Relaxed);
     }
 
     pub fn add_stall(&self, d: Duration) {
@@ -66,6 +73,16 @@ pub struct Stats {
     pub wal_bytes_written: u64,
     /// Bytes of SSTables written by flushes since open.
     pub flush_bytes_written: u64,
+    /// Bytes of SSTables compactions read since open.
+    pub compaction_bytes_read: u64,
+    /// Bytes of SSTables compactions wrote since open.
+    pub compaction_bytes_written: u64,
+    /// Bytes written to disk (log, flushes, compactions) per logical byte
+    /// written, since open.
+    pub write_amplification: f64,
+    /// Bytes of SSTables per byte of the deepest level of each family (1.0
+    /// when each family is one run; how RocksDB estimates it).
+    pub space_amplification: f64,
     /// Time writers spent stalled waiting for flushes since open.
     pub stall_time: Duration,
     /// Bytes of decoded blocks in the block cache.
@@ -87,6 +104,19 @@ pub struct TableStats {
     pub families: Vec<FamilyStats>,
 }
 
+/// The files of one level of one family.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LevelStats {
+    /// Level (0: flushed, may overlap).
+    pub level: u8,
+    /// Files.
+    pub files: usize,
+    /// Bytes of those files.
+    pub bytes: u64,
+    /// Logical bytes they hold.
+    pub logical_bytes: u64,
+}
+
 /// One family's figures (SSTables only; the memtable is counted apart).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FamilyStats {
@@ -104,6 +134,8 @@ pub struct FamilyStats {
     pub tombstones: u64,
     /// Data blocks read from disk (decompressed and decoded) since open.
     pub blocks_decoded: u64,
+    /// Files and bytes per level, levels in order, empty levels left out.
+    pub levels: Vec<LevelStats>,
 }
 
 impl TableStats {
@@ -122,6 +154,7 @@ impl TableStats {
                     cells: props.clone().map(|p| p.cells).sum(),
                     tombstones: props.map(|p| p.tombstones).sum(),
                     blocks_decoded: files.iter().map(|h| h.reader.blocks_decoded()).sum(),
+                    levels: levels_of(files),
                 }
             })
             .collect();
@@ -134,6 +167,25 @@ impl TableStats {
     }
 }
 
+fn levels_of(files: &[std::sync::Arc<super::version::SstHandle>]) -> Vec<LevelStats> {
+    let mut levels: Vec<LevelStats> = Vec::new();
+    for h in files {
+        let level = h.meta.level;
+        let i = match levels.iter().position(|l| l.level == level) {
+            Some(i) => i,
+            None => {
+                levels.push(LevelStats { level, files: 0, bytes: 0, logical_bytes: 0 });
+                levels.len() - 1
+            }
+        };
+        levels[i].files += 1;
+        levels[i].bytes += h.meta.size;
+        levels[i].logical_bytes += h.reader.props().logical_bytes;
+    }
+    levels.sort_by_key(|l| l.level);
+    levels
+}
+
 impl Db {
     /// The engine's figures now.
     pub fn stats(&self) -> Result<Stats> {
@@ -143,6 +195,12 @@ impl Db {
         tables.sort_by(|a, b| a.name.cmp(&b.name));
         let (hits, misses) = core.cache.hit_counts();
         let c = &core.counters;
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let written = load(&c.wal) + load(&c.flushed) + load(&c.compaction_written);
+        let logical = load(&c.logical);
+        let families = tables.iter().flat_map(|t| &t.families);
+        let all: u64 = families.clone().map(|f| f.sst_bytes).sum();
+        let deepest: u64 = families.filter_map(|f| f.levels.last()).map(|l| l.bytes).sum();
         Ok(Stats {
             tables,
             memtable_bytes: sv.mem.approximate_bytes() as u64,
@@ -151,6 +209,10 @@ impl Db {
             logical_bytes_written: c.logical.load(Ordering::Relaxed),
             wal_bytes_written: c.wal.load(Ordering::Relaxed),
             flush_bytes_written: c.flushed.load(Ordering::Relaxed),
+            compaction_bytes_read: load(&c.compaction_read),
+            compaction_bytes_written: load(&c.compaction_written),
+            write_amplification: if logical == 0 { 0.0 } else { written as f64 / logical as f64 },
+            space_amplification: if deepest == 0 { 1.0 } else { all as f64 / deepest as f64 },
             stall_time: Duration::from_micros(c.stall_micros.load(Ordering::Relaxed)),
             block_cache_bytes: core.cache.used_bytes() as u64,
             block_cache_hits: hits,

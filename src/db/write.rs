@@ -124,6 +124,11 @@ impl Core {
         if let Some(e) = self.background_error() {
             return refuse(e);
         }
+        if self.level0_pressure() >= super::compact::L0_SLOWDOWN {
+            // Compaction is falling behind: give it time, writers in line.
+            std::thread::sleep(super::compact::SLOWDOWN_DELAY);
+            self.counters.add_stall(super::compact::SLOWDOWN_DELAY);
+        }
         let schema = self.current().schema.clone();
         let now = Timestamp::now();
         let mut encoded = std::mem::take(&mut cs.encoded);
@@ -197,7 +202,10 @@ impl Core {
 
     fn try_switch_memtable(&self, cs: &mut CommitState) -> Result<()> {
         let mut st = self.state.lock();
-        while st.imm.len() >= self.opts.max_immutable_memtables && st.bg_error.is_none() && !st.shutting_down {
+        let behind = |st: &super::EngineState| {
+            st.imm.len() >= self.opts.max_immutable_memtables || self.level0_pressure() >= super::compact::L0_STOP
+        };
+        while behind(&st) && st.bg_error.is_none() && !st.shutting_down {
             let started = std::time::Instant::now();
             self.state_cv.wait(&mut st);
             self.counters.add_stall(started.elapsed());

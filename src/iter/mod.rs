@@ -1,10 +1,12 @@
 //! Internal iterators: one trait for every source of entries (memtables,
 //! SSTables) and [`MergingIter`], which merges them into one ordered stream.
 
+mod gather;
 mod merging;
 
 use std::sync::Arc;
 
+pub(crate) use gather::RowGather;
 pub use merging::MergingIter;
 
 use crate::Result;

@@ -1,12 +1,9 @@
 //! Turning a merged entry stream into rows: gather a row's entries into one
-//! buffer, assemble each family, apply the filter, group into a [`Row`].
-//!
-//! Gathering copies each entry's qualifier and value into a per-row buffer
-//! (a qualifier repeated by consecutive entries is stored once). The
-//! returned row's qualifiers and values are slices of that buffer, so a row
-//! costs a handful of allocations whatever its number of cells.
+//! buffer ([`RowGather`]), assemble each family, apply the filter, group
+//! into a [`Row`]. The returned row's qualifiers and values are slices of
+//! the gathered buffer, so a row costs a handful of allocations whatever
+//! its number of cells.
 
-use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -14,8 +11,7 @@ use bytes::Bytes;
 use super::filter::{Filter, RowCell, RowView};
 use super::{FamilyRules, assemble_family};
 use crate::Result;
-use crate::iter::MergingIter;
-use crate::key::{EntryKind, EntryRef};
+use crate::iter::{MergingIter, RowGather};
 use crate::model::{Cell, Column, Family, GcRule, Row};
 
 /// A family as one read sees it; its index in the read's list is its rank.
@@ -24,17 +20,6 @@ pub(crate) struct FamilyView {
     pub name: String,
     pub store: u32,
     pub gc_rule: GcRule,
-}
-
-/// One entry of the row being gathered; byte ranges point into the buffer.
-#[derive(Debug, Clone)]
-struct Gathered {
-    rank: u16,
-    qualifier: Range<usize>,
-    value: Range<usize>,
-    timestamp: i64,
-    seq: u64,
-    kind: EntryKind,
 }
 
 /// Rows out of a merge of every source of one span of keys.
@@ -46,9 +31,7 @@ pub(crate) struct RowScanner {
     snapshot: u64,
     now: i64,
     reverse: bool,
-    key: Vec<u8>,
-    bytes: Vec<u8>,
-    entries: Vec<Gathered>,
+    row: RowGather,
     live: Vec<usize>,
     /// Reused from row to row.
     cells: Vec<RowCell>,
@@ -72,9 +55,7 @@ impl RowScanner {
             snapshot,
             now,
             reverse,
-            key: Vec::new(),
-            bytes: Vec::new(),
-            entries: Vec::new(),
+            row: RowGather::default(),
             live: Vec::new(),
             cells: Vec::new(),
         }
@@ -83,7 +64,7 @@ impl RowScanner {
     /// The next row with at least one cell after deletes, GC and the filter.
     pub fn next_row(&mut self) -> Result<Option<Row>> {
         loop {
-            if !self.gather_row()? {
+            if !self.row.next_row(&mut self.merge, self.reverse)? {
                 return Ok(None);
             }
             self.find_live();
@@ -93,7 +74,7 @@ impl RowScanner {
             let mut cells = std::mem::take(&mut self.cells);
             cells.clear();
             cells.extend(self.live.iter().map(|&i| self.row_cell(i)));
-            let view = RowView { families: &self.names, bytes: &self.bytes };
+            let view = RowView { families: &self.names, bytes: self.row.bytes() };
             let mut cells = self.filter.apply(&view, cells);
             let row = (!cells.is_empty()).then(|| self.group(&mut cells));
             self.cells = cells;
@@ -103,45 +84,18 @@ impl RowScanner {
         }
     }
 
-    /// Copies the next row's entries (in key order) into the buffer; false
-    /// when the merge is exhausted.
-    fn gather_row(&mut self) -> Result<bool> {
-        self.entries.clear();
-        self.bytes.clear();
-        self.key.clear();
-        let Some((_, first)) = self.merge.current() else {
-            return Ok(false);
-        };
-        self.key.extend_from_slice(first.row);
-        while let Some((rank, e)) = self.merge.current() {
-            if e.row != self.key.as_slice() {
-                break;
-            }
-            let qualifier = match self.entries.last() {
-                Some(prev) if &self.bytes[prev.qualifier.clone()] == e.qualifier => prev.qualifier.clone(),
-                _ => append(&mut self.bytes, e.qualifier),
-            };
-            let value = append(&mut self.bytes, e.value);
-            self.entries.push(Gathered { rank, qualifier, value, timestamp: e.timestamp, seq: e.seq, kind: e.kind });
-            self.merge.advance()?;
-        }
-        if self.reverse {
-            self.entries.reverse();
-        }
-        Ok(true)
-    }
-
     /// The indices of the live cells of the gathered row, family by family.
     fn find_live(&mut self) {
         let mut live = std::mem::take(&mut self.live);
         live.clear();
+        let gathered = self.row.gathered();
         let mut start = 0;
-        while start < self.entries.len() {
-            let rank = self.entries[start].rank;
-            let n = self.entries[start..].iter().take_while(|g| g.rank == rank).count();
+        while start < gathered.len() {
+            let rank = gathered[start].rank;
+            let n = gathered[start..].iter().take_while(|g| g.rank == rank).count();
             if let Some(view) = self.families.get(usize::from(rank)) {
                 let rules = FamilyRules { gc_rule: &view.gc_rule, snapshot: self.snapshot, now: self.now };
-                let entries = (start..start + n).map(|i| (i, self.entry(i)));
+                let entries = (start..start + n).map(|i| (i, self.row.entry(i)));
                 assemble_family(entries, &rules, &mut live);
             }
             start += n;
@@ -149,20 +103,8 @@ impl RowScanner {
         self.live = live;
     }
 
-    fn entry(&self, i: usize) -> EntryRef<'_> {
-        let g = &self.entries[i];
-        EntryRef {
-            row: &self.key,
-            qualifier: &self.bytes[g.qualifier.clone()],
-            timestamp: g.timestamp,
-            seq: g.seq,
-            kind: g.kind,
-            value: &self.bytes[g.value.clone()],
-        }
-    }
-
     fn row_cell(&self, i: usize) -> RowCell {
-        let g = &self.entries[i];
+        let g = &self.row.gathered()[i];
         RowCell {
             family: g.rank,
             qualifier: g.qualifier.clone(),
@@ -174,8 +116,7 @@ impl RowScanner {
 
     /// Groups cells in model order into a row whose bytes share one buffer.
     fn group(&mut self, cells: &mut Vec<RowCell>) -> Row {
-        let capacity = self.bytes.len();
-        let buffer = Bytes::from(std::mem::replace(&mut self.bytes, Vec::with_capacity(capacity)));
+        let buffer = Bytes::from(self.row.take_bytes());
         let mut families: Vec<Family> = Vec::new();
         let mut ranks: Vec<u16> = Vec::new();
         for c in cells.drain(..) {
@@ -193,13 +134,6 @@ impl RowScanner {
                 col.cells.push(Cell { timestamp: c.timestamp, value: buffer.slice(c.value), labels: c.labels });
             }
         }
-        Row { key: Bytes::copy_from_slice(&self.key), families }
+        Row { key: Bytes::copy_from_slice(self.row.key()), families }
     }
-}
-
-/// Appends `bytes` to `buf`, returning where they are.
-fn append(buf: &mut Vec<u8>, bytes: &[u8]) -> Range<usize> {
-    let start = buf.len();
-    buf.extend_from_slice(bytes);
-    start..buf.len()
 }

@@ -82,6 +82,11 @@ impl SstWriter {
         })
     }
 
+    /// Bytes written to the file so far.
+    pub fn file_size(&self) -> u64 {
+        self.offset
+    }
+
     /// Number of entries added so far.
     pub fn entries(&self) -> u64 {
         self.props.cells + self.props.tombstones

@@ -1,0 +1,103 @@
+//! One row's entries, gathered from a merge into one buffer.
+//!
+//! Each entry's qualifier and value are copied into a per-row buffer (a
+//! qualifier repeated by consecutive entries is stored once); what is kept
+//! per entry is its fixed-size fields and byte ranges. Reads and compaction
+//! both consume rows this way.
+
+use std::ops::Range;
+
+use super::MergingIter;
+use crate::Result;
+use crate::key::{EntryKind, EntryRef};
+
+/// One gathered entry; byte ranges point into [`RowGather::bytes`].
+#[derive(Debug, Clone)]
+pub(crate) struct Gathered {
+    /// Rank of the source's family.
+    pub rank: u16,
+    pub qualifier: Range<usize>,
+    pub value: Range<usize>,
+    pub timestamp: i64,
+    pub seq: u64,
+    pub kind: EntryKind,
+}
+
+/// The entries of the row last gathered.
+#[derive(Debug, Default)]
+pub(crate) struct RowGather {
+    key: Vec<u8>,
+    bytes: Vec<u8>,
+    entries: Vec<Gathered>,
+}
+
+impl RowGather {
+    /// Copies the next row's entries out of `merge`, in key order (reversed
+    /// back if the merge runs backwards); false when the merge is exhausted.
+    pub fn next_row(&mut self, merge: &mut MergingIter, reverse: bool) -> Result<bool> {
+        self.entries.clear();
+        self.bytes.clear();
+        self.key.clear();
+        let Some((_, first)) = merge.current() else {
+            return Ok(false);
+        };
+        self.key.extend_from_slice(first.row);
+        while let Some((rank, e)) = merge.current() {
+            if e.row != self.key.as_slice() {
+                break;
+            }
+            let qualifier = match self.entries.last() {
+                Some(prev) if &self.bytes[prev.qualifier.clone()] == e.qualifier => prev.qualifier.clone(),
+                _ => append(&mut self.bytes, e.qualifier),
+            };
+            let value = append(&mut self.bytes, e.value);
+            self.entries.push(Gathered { rank, qualifier, value, timestamp: e.timestamp, seq: e.seq, kind: e.kind });
+            merge.advance()?;
+        }
+        if reverse {
+            self.entries.reverse();
+        }
+        Ok(true)
+    }
+
+    /// The row's key.
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// The entries, in key order.
+    pub fn gathered(&self) -> &[Gathered] {
+        &self.entries
+    }
+
+    /// The buffer the entries' ranges point into.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Entry `i` as borrowed parts.
+    pub fn entry(&self, i: usize) -> EntryRef<'_> {
+        let g = &self.entries[i];
+        EntryRef {
+            row: &self.key,
+            qualifier: &self.bytes[g.qualifier.clone()],
+            timestamp: g.timestamp,
+            seq: g.seq,
+            kind: g.kind,
+            value: &self.bytes[g.value.clone()],
+        }
+    }
+
+    /// Takes the buffer (for rows handed out), leaving one of the same capacity.
+    pub fn take_bytes(&mut self) -> Vec<u8> {
+        let capacity = self.bytes.len();
+        std::mem::replace(&mut self.bytes, Vec::with_capacity(capacity))
+    }
+}
+
+/// Appends `bytes` to `buf`, returning where they are.
+fn append(buf: &mut Vec<u8>, bytes: &[u8]) -> Range<usize> {
+    let start = buf.len();
+    buf.extend_from_slice(bytes);
+    start..buf.len()
+}

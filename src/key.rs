@@ -32,6 +32,12 @@ pub enum EntryKind {
     /// Deletes every older cell of the row in this family. Qualifier and
     /// value are empty, timestamp 0.
     DeleteFamily = 2,
+    /// A cell that its family's `max_versions` limit has already counted
+    /// out, kept only because the rest of the rule keeps it (an
+    /// intersection with `max_age`, while the cell is young). Written only
+    /// by compaction, which discards the history that showed it; ordered
+    /// and read as a cell otherwise.
+    PutCountedOut = 3,
 }
 
 impl EntryKind {
@@ -41,6 +47,7 @@ impl EntryKind {
             0 => Some(EntryKind::Put),
             1 => Some(EntryKind::DeleteColumn),
             2 => Some(EntryKind::DeleteFamily),
+            3 => Some(EntryKind::PutCountedOut),
             _ => None,
         }
     }
@@ -50,8 +57,13 @@ impl EntryKind {
         match self {
             EntryKind::DeleteFamily => (0, 0),
             EntryKind::DeleteColumn => (1, 0),
-            EntryKind::Put => (1, 1),
+            EntryKind::Put | EntryKind::PutCountedOut => (1, 1),
         }
+    }
+
+    /// Whether the entry is a cell (rather than a tombstone).
+    pub fn is_cell(self) -> bool {
+        matches!(self, EntryKind::Put | EntryKind::PutCountedOut)
     }
 }
 

@@ -15,7 +15,7 @@ fn family(name: &str, gc_rule: GcRule) -> FamilySchema {
 fn schema_and_gc_rules_survive_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let nested = GcRule::union([
-        GcRule::max_versions(5),
+        GcRule::max_age(Duration::from_secs(30 * 86_400)),
         GcRule::intersection([GcRule::max_age(Duration::from_secs(7 * 86_400)), GcRule::max_versions(1)]),
     ]);
     {
@@ -55,6 +55,8 @@ fn admin_errors_name_what_is_wrong() {
     assert!(matches!(db.create_family("t", "-bad", GcRule::none()), Err(Error::InvalidArgument(_))));
     assert!(matches!(db.create_family("t", &"f".repeat(65), GcRule::none()), Err(Error::InvalidArgument(_))));
     assert!(matches!(db.create_family("t", "ok", GcRule::max_versions(0)), Err(Error::InvalidArgument(_))));
+    let two_limits = GcRule::union([GcRule::max_versions(5), GcRule::intersection([GcRule::max_versions(1)])]);
+    assert!(matches!(db.set_gc_rule("t", "cf1", two_limits), Err(Error::InvalidArgument(_))));
     assert!(matches!(db.create_table("bad name", [("f", GcRule::none())]), Err(Error::InvalidArgument(_))));
     let dup = db.create_table("u", [("f", GcRule::none()), ("f", GcRule::none())]);
     assert!(matches!(dup, Err(Error::InvalidArgument(_))), "{dup:?}");

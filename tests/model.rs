@@ -221,7 +221,8 @@ fn run_seed(seed: u64, ops: usize) {
                 t.mutate_row(&k, muts.clone()).unwrap_or_else(|e| panic!("{context}: write failed: {e}"));
                 model.apply(&k, &muts);
             }
-            70..=73 => db.flush().unwrap_or_else(|e| panic!("{context}: flush failed: {e}")),
+            70..=72 => db.flush().unwrap_or_else(|e| panic!("{context}: flush failed: {e}")),
+            73 => db.compact_table("t").unwrap_or_else(|e| panic!("{context}: compaction failed: {e}")),
             74..=75 => {
                 drop(t);
                 drop(db);

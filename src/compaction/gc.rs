@@ -11,14 +11,23 @@
 //!   clock of the compaction:
 //!   (K1) live cells are kept, with sequence number 0, since every later
 //!   entry outranks them and they have no order left to keep among
-//!   themselves;
+//!   themselves; a live cell that `max_versions` counted out (kept by an
+//!   intersection with `max_age` while young) is written as
+//!   `PutCountedOut`, since the history that showed it is gone;
 //!   (K2) everything else goes: cells deleted, overwritten, or collected by
 //!   the GC rule, and the tombstones, which have nothing older to delete.
 //!   Collection is an event never undone (see `docs/data-model.md`), and the
 //!   clock only moves on, so every later read would drop these too.
 //! - **Partial** — older entries of the row may live in files left out.
 //!   (P1) A cell overwritten at the same timestamp by a newer one in the
-//!   input goes: whatever happens later to the newer one happens to it.
+//!   input goes, if no tombstone in the input deleted it in between: it
+//!   then lived exactly as long as its timestamp did, and whatever happens
+//!   later to the newer one happens to it. (Had it been deleted and the
+//!   timestamp written again, the gap would be part of the column's
+//!   version history: seed 45 of the model test.) The input holds every
+//!   such tombstone: one between two input cells is newer than the older,
+//!   and files left out hold only entries older or newer than the whole
+//!   input for this row.
 //!   (P2) Everything else stays as it is, tombstones and sequence numbers
 //!   included: a tombstone may still have older cells to delete elsewhere,
 //!   and deleted cells still count in the version history of older ones.
@@ -38,28 +47,53 @@ pub(crate) struct RowContext<'a> {
     pub now: i64,
 }
 
-/// The entries of one row (key order) to write out, by index, each with the
-/// sequence number to write it with.
-pub(crate) fn keep_row(entries: &[EntryRef<'_>], ctx: &RowContext<'_>, keep: &mut Vec<(usize, u64)>) {
+/// An entry to write out: which one, and with what sequence number and kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Kept {
+    pub index: usize,
+    pub seq: u64,
+    pub kind: EntryKind,
+}
+
+/// The entries of one row (key order) to write out.
+pub(crate) fn keep_row(entries: &[EntryRef<'_>], ctx: &RowContext<'_>, keep: &mut Vec<Kept>) {
     if ctx.complete {
         let rules = FamilyRules { gc_rule: ctx.gc_rule, snapshot: u64::MAX, now: ctx.now };
         let mut live = Vec::new();
         assemble_family(entries.iter().copied().enumerate(), &rules, &mut live);
-        keep.extend(live.into_iter().map(|i| (i, 0))); // (K1), (K2)
+        keep.extend(live.into_iter().map(|c| {
+            let kind = if c.counted_out { EntryKind::PutCountedOut } else { EntryKind::Put };
+            Kept { index: c.index, seq: 0, kind }
+        })); // (K1), (K2)
         return;
     }
     for (i, e) in entries.iter().enumerate() {
         let overwritten = i > 0 && {
             let prev = &entries[i - 1];
-            e.kind == EntryKind::Put
-                && prev.kind == EntryKind::Put
+            e.kind.is_cell()
+                && prev.kind.is_cell()
                 && prev.qualifier == e.qualifier
                 && prev.timestamp == e.timestamp
+                && !deleted_between(entries, e, prev.seq)
         };
         if !overwritten {
-            keep.push((i, e.seq)); // (P1), (P2)
+            keep.push(Kept { index: i, seq: e.seq, kind: e.kind }); // (P1), (P2)
         }
     }
+}
+
+/// Whether a tombstone in `entries` deletes `put` before sequence `until`.
+fn deleted_between(entries: &[EntryRef<'_>], put: &EntryRef<'_>, until: u64) -> bool {
+    entries.iter().any(|t| {
+        let between = put.seq < t.seq && t.seq < until;
+        match t.kind {
+            EntryKind::DeleteFamily => between,
+            EntryKind::DeleteColumn => {
+                between && t.qualifier == put.qualifier && t.delete_range().is_some_and(|r| r.contains(put.timestamp))
+            }
+            EntryKind::Put | EntryKind::PutCountedOut => false,
+        }
+    })
 }
 
 #[cfg(test)]
@@ -86,9 +120,9 @@ mod tests {
         let mut keep = Vec::new();
         keep_row(&refs, &RowContext { complete, gc_rule: gc, now: 0 }, &mut keep);
         keep.iter()
-            .map(|&(i, seq)| {
-                let e = &entries[i];
-                let what = if e.key.kind == EntryKind::Put {
+            .map(|k| {
+                let (e, seq) = (&entries[k.index], k.seq);
+                let what = if e.key.kind.is_cell() {
                     String::from_utf8_lossy(&e.value).into_owned()
                 } else {
                     "tombstone".into()
@@ -102,6 +136,20 @@ mod tests {
     fn complete_history_keeps_live_cells_only_without_sequence_numbers() {
         let got = kept(&row(), true, &GcRule::max_versions(2));
         assert_eq!(got, vec![("newest".into(), 0), ("rewritten".into(), 0)]);
+    }
+
+    /// Seed 45 of the model test: a cell deleted, then its timestamp written
+    /// again, must stay, or the older cell it once outnumbered comes back.
+    #[test]
+    fn partial_history_keeps_an_overwritten_cell_deleted_in_between() {
+        let mut entries = vec![
+            Entry::put("r".into(), "q".into(), 5000, 1, "first".into()),
+            Entry::delete_family("r".into(), 2),
+            Entry::put("r".into(), "q".into(), 5000, 3, "again".into()),
+        ];
+        entries.sort_by(|x, y| x.key.cmp(&y.key));
+        let got = kept(&entries, false, &GcRule::max_versions(1));
+        assert_eq!(got, vec![("tombstone".into(), 2), ("again".into(), 3), ("first".into(), 1)]);
     }
 
     #[test]

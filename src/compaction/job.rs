@@ -9,7 +9,7 @@ use super::gc::{RowContext, keep_row};
 use super::picker::{OutputLayout, TARGET_FILE_SIZE, TOMBSTONE_WINDOW};
 use crate::Result;
 use crate::iter::{MergingIter, RowGather};
-use crate::key::{EntryKind, EntryRef};
+use crate::key::EntryRef;
 use crate::model::GcRule;
 use crate::sst::{SstIter, SstReader, SstSummary, SstWriter};
 
@@ -57,8 +57,8 @@ impl Job<'_> {
             let entries: Vec<EntryRef<'_>> = (0..row.gathered().len()).map(|i| row.entry(i)).collect();
             keep.clear();
             keep_row(&entries, &RowContext { complete, gc_rule: self.gc_rule, now: self.now }, &mut keep);
-            for &(i, seq) in &keep {
-                sink.add(EntryRef { seq, ..entries[i] }, new_writer)?;
+            for k in &keep {
+                sink.add(EntryRef { seq: k.seq, kind: k.kind, ..entries[k.index] }, new_writer)?;
             }
             sink.end_row()?;
         }
@@ -95,7 +95,7 @@ impl Sink {
     fn add(&mut self, e: EntryRef<'_>, new_writer: &mut NewWriter<'_>) -> Result<()> {
         let window = match self.layout {
             OutputLayout::Level(_) => 0,
-            OutputLayout::Windows(_) if e.kind != EntryKind::Put => TOMBSTONE_WINDOW,
+            OutputLayout::Windows(_) if !e.kind.is_cell() => TOMBSTONE_WINDOW,
             OutputLayout::Windows(width) => e.timestamp.div_euclid(width),
         };
         let (_, writer) = match self.open.entry(window) {

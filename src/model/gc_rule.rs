@@ -51,18 +51,28 @@ impl GcRule {
         GcRule::Intersection(rules.into_iter().collect())
     }
 
-    /// Whether the rule looks at version counts at all (else reads need not
-    /// work them out).
-    pub(crate) fn counts_versions(&self) -> bool {
+    /// The rule's `max_versions` limit, if it has one (a valid rule has at
+    /// most one).
+    pub(crate) fn version_limit(&self) -> Option<u32> {
         match self {
-            GcRule::MaxVersions(_) => true,
-            GcRule::None | GcRule::MaxAge(_) => false,
-            GcRule::Union(rules) | GcRule::Intersection(rules) => rules.iter().any(GcRule::counts_versions),
+            GcRule::MaxVersions(n) => Some(*n),
+            GcRule::None | GcRule::MaxAge(_) => None,
+            GcRule::Union(rules) | GcRule::Intersection(rules) => rules.iter().find_map(GcRule::version_limit),
         }
     }
 
-    /// Whether the cell at `version` (0 = newest live version of its column)
-    /// with timestamp `ts` is collected at wall-clock time `now` (both in µs).
+    fn version_limits(&self, out: &mut Vec<u32>) {
+        match self {
+            GcRule::MaxVersions(n) => out.push(*n),
+            GcRule::None | GcRule::MaxAge(_) => {}
+            GcRule::Union(rules) | GcRule::Intersection(rules) => rules.iter().for_each(|r| r.version_limits(out)),
+        }
+    }
+
+    /// Whether a cell is collected at wall-clock time `now` (µs), given its
+    /// timestamp `ts` and `version`, which `max_versions(n)` compares with
+    /// `n` (reads pass 0 for a cell within its column's newest live cells,
+    /// `usize::MAX` for one counted out: see `read::assemble`).
     pub(crate) fn collects(&self, version: usize, ts: i64, now: i64) -> bool {
         match self {
             GcRule::None => false,
@@ -80,7 +90,19 @@ impl GcRule {
     /// of age, no empty union or intersection, and nesting at most
     /// [`GcRule::MAX_DEPTH`] deep (the manifest's decoder refuses deeper).
     pub(crate) fn validate(&self) -> Result<()> {
-        self.validate_at(1)
+        self.validate_at(1)?;
+        let mut limits = Vec::new();
+        self.version_limits(&mut limits);
+        limits.sort_unstable();
+        limits.dedup();
+        if limits.len() > 1 {
+            return Err(Error::InvalidArgument(format!(
+                "GC rule: names {} different max_versions limits ({limits:?}); a rule may name one \
+                 (a union of limits is the smallest, an intersection the largest)",
+                limits.len()
+            )));
+        }
+        Ok(())
     }
 
     /// Deepest nesting of unions and intersections accepted.
@@ -181,6 +203,10 @@ mod tests {
         assert!(GcRule::max_age(Duration::ZERO).validate().is_err());
         assert!(GcRule::union([]).validate().is_err());
         assert!(GcRule::union([GcRule::max_versions(1)]).validate().is_ok());
+        let two = GcRule::union([GcRule::max_versions(5), GcRule::intersection([GcRule::max_versions(1)])]);
+        assert!(two.validate().unwrap_err().to_string().contains("one"));
+        let same = GcRule::union([GcRule::max_versions(2), GcRule::intersection([GcRule::max_versions(2)])]);
+        assert!(same.validate().is_ok());
         let nest = |depth: usize| (1..depth).fold(GcRule::max_versions(1), |r, _| GcRule::union([r]));
         assert!(nest(GcRule::MAX_DEPTH).validate().is_ok());
         assert!(nest(GcRule::MAX_DEPTH + 1).validate().is_err());

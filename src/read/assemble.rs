@@ -10,22 +10,25 @@
 //!   sequence and a timestamp in its range;
 //! - (D) of several cells at one timestamp the highest sequence (met first)
 //!   is the cell; the others were overwritten;
-//! - (G) the family's GC rule decides for each live cell, given its age and
-//!   its *version count*: the largest number of newer versions of its
-//!   column that were live at the same time, at any point since the cell
-//!   was written (after any mutation).
+//! - (V) `max_versions(n)` *counts out*, for good, a cell pushed out of its
+//!   column's `n` newest cells not yet counted out, after any mutation;
+//! - (G) the family's GC rule collects a cell by whether it was counted out
+//!   and by its age at the read's clock.
 //!
-//! (G) makes garbage collection an event that cannot be undone: once a cell
-//! has had `N` newer live versions, `max_versions(N)` collects it for good,
-//! even if those versions are deleted later. So a compaction that drops a
-//! collected cell never changes what a read returns, whatever it compacted
-//! before or after — the anomaly HBase documents, where deleting the newest
-//! version brings back one that a partial compaction may or may not have
-//! removed, cannot happen. Without tombstones the count is simply the
-//! cell's rank among the live versions; with them, it is the largest rank
-//! just before any tombstone took effect.
+//! (V) makes collection by versions an event that is never undone, as if
+//! garbage collection ran after every mutation: deleting the newest versions
+//! later does not bring older ones back, and a counted-out cell no longer
+//! counts against cells written after. Everything compaction removes is
+//! then counted out already, or removed by age under a union, where every
+//! cell it could count against is older and so past `max_age` too — which
+//! is why reads never depend on what compaction removed (the anomaly HBase
+//! documents, a partial compaction changing what `max_versions` keeps, cannot
+//! happen). Without deletes, (V) is simply the cell's rank; with them, the
+//! history is replayed in sequence order. A rule names at most one limit.
 //!
 //! Tombstones precede what they delete in key order (see [`crate::key`]).
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use crate::key::{EntryKind, EntryRef};
 use crate::model::{GcRule, TimeRange};
@@ -40,12 +43,21 @@ pub(crate) struct FamilyRules<'a> {
     pub now: i64,
 }
 
-/// Appends to `live` the indices of the live cells among one family's
-/// entries (one row, key order, each with its index).
+/// What assembly found for one live cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LiveCell {
+    /// Index of its entry.
+    pub index: usize,
+    /// Whether `max_versions` counted it out (and the rest of the rule kept it).
+    pub counted_out: bool,
+}
+
+/// Appends to `live` the live cells among one family's entries (one row,
+/// key order, each with its index).
 pub(crate) fn assemble_family<'e>(
     entries: impl IntoIterator<Item = (usize, EntryRef<'e>)>,
     rules: &FamilyRules<'_>,
-    live: &mut Vec<usize>,
+    live: &mut Vec<LiveCell>,
 ) {
     let mut family_tombstones: Vec<u64> = Vec::new();
     let mut column = Column::default();
@@ -53,19 +65,19 @@ pub(crate) fn assemble_family<'e>(
         if e.seq > rules.snapshot {
             continue; // (S)
         }
-        match e.kind {
-            EntryKind::DeleteFamily => family_tombstones.push(e.seq),
-            EntryKind::DeleteColumn | EntryKind::Put => {
-                if column.qualifier != Some(e.qualifier) {
-                    column.finish(&family_tombstones, rules, live);
-                    column.qualifier = Some(e.qualifier);
-                }
-                if e.kind == EntryKind::Put {
-                    column.puts.push(Put { index, timestamp: e.timestamp, seq: e.seq });
-                } else if let Some(range) = e.delete_range() {
-                    column.tombstones.push((e.seq, range));
-                }
-            }
+        if e.kind == EntryKind::DeleteFamily {
+            family_tombstones.push(e.seq);
+            continue;
+        }
+        if column.qualifier != Some(e.qualifier) {
+            column.finish(&family_tombstones, rules, live);
+            column.qualifier = Some(e.qualifier);
+        }
+        if e.kind.is_cell() {
+            let counted_out = e.kind == EntryKind::PutCountedOut;
+            column.puts.push(Put { index, timestamp: e.timestamp, seq: e.seq, counted_out });
+        } else if let Some(range) = e.delete_range() {
+            column.tombstones.push((e.seq, range));
         }
     }
     column.finish(&family_tombstones, rules, live);
@@ -77,6 +89,8 @@ struct Put {
     index: usize,
     timestamp: i64,
     seq: u64,
+    /// Stored counted out (by a compaction that discarded the history).
+    counted_out: bool,
 }
 
 /// The entries of one column, gathered until the column ends.
@@ -90,7 +104,7 @@ struct Column<'e> {
 
 impl Column<'_> {
     /// Decides the gathered column's cells and resets it.
-    fn finish(&mut self, family_tombstones: &[u64], rules: &FamilyRules<'_>, live: &mut Vec<usize>) {
+    fn finish(&mut self, family_tombstones: &[u64], rules: &FamilyRules<'_>, live: &mut Vec<LiveCell>) {
         let deleted_below = family_tombstones.iter().copied().max().unwrap_or(0);
         let mut cells: Vec<Put> = Vec::new();
         for (i, p) in self.puts.iter().enumerate() {
@@ -103,15 +117,21 @@ impl Column<'_> {
                 cells.push(*p);
             }
         }
-        let counted = rules.gc_rule.counts_versions() && !(self.tombstones.is_empty() && family_tombstones.is_empty());
-        let versions = if counted {
-            versions_over_history(&self.puts, &cells, &self.tombstones, family_tombstones)
-        } else {
-            (0..cells.len()).collect()
+        let counted_out = match rules.gc_rule.version_limit() {
+            None => vec![false; cells.len()],
+            Some(n)
+                if self.tombstones.is_empty()
+                    && family_tombstones.is_empty()
+                    && !self.puts.iter().any(|p| p.counted_out) =>
+            {
+                (0..cells.len()).map(|rank| rank >= n as usize).collect()
+            }
+            Some(n) => counted_out_by_history(&self.puts, &cells, &self.tombstones, family_tombstones, n as usize),
         };
-        for (cell, version) in cells.iter().zip(versions) {
+        for (cell, counted_out) in cells.iter().zip(counted_out) {
+            let version = if counted_out { usize::MAX } else { 0 };
             if !rules.gc_rule.collects(version, cell.timestamp, rules.now) {
-                live.push(cell.index); // (G)
+                live.push(LiveCell { index: cell.index, counted_out }); // (G)
             }
         }
         self.qualifier = None;
@@ -120,50 +140,75 @@ impl Column<'_> {
     }
 }
 
-/// Each live cell's version count: the most newer versions live at once at
-/// any point since it was written. Live versions only grow between
-/// tombstones, so the count is the largest of the cell's rank now and its
-/// rank just before each tombstone took effect.
-fn versions_over_history(puts: &[Put], cells: &[Put], tombstones: &[(u64, TimeRange)], families: &[u64]) -> Vec<usize> {
-    // When each put was deleted, if it was: the first tombstone covering it.
-    let deleted_at: Vec<u64> = puts
-        .iter()
-        .map(|p| {
-            let by_family = families.iter().copied().filter(|&s| s > p.seq);
-            let by_column = tombstones.iter().filter(|(s, r)| *s > p.seq && r.contains(p.timestamp)).map(|(s, _)| *s);
-            by_family.chain(by_column).min().unwrap_or(u64::MAX)
-        })
-        .collect();
-    let mut moments: Vec<u64> = tombstones.iter().map(|(s, _)| *s).chain(families.iter().copied()).collect();
-    moments.sort_unstable();
-    moments.dedup();
-    let mut best: Vec<usize> = (0..cells.len()).collect();
-    let mut live_then: Vec<i64> = Vec::new();
-    for &moment in &moments {
-        // Live timestamps just before `moment`, newest first: at each
-        // timestamp the newest put written before it, unless deleted by then.
-        live_then.clear();
-        let mut last_ts = None;
-        for (p, &deleted) in puts.iter().zip(&deleted_at) {
-            if p.seq >= moment || last_ts == Some(p.timestamp) {
-                continue;
+/// Which of the live `cells` rule (V) counted out, replaying the column's
+/// history in sequence order: after each mutation, the column's newest `n`
+/// cells not counted out stay, the others are counted out for good.
+fn counted_out_by_history(
+    puts: &[Put],
+    cells: &[Put],
+    tombstones: &[(u64, TimeRange)],
+    families: &[u64],
+    n: usize,
+) -> Vec<bool> {
+    enum Event {
+        Put(Put),
+        Column(TimeRange),
+        Family,
+    }
+    let mut events: Vec<(u64, Event)> = puts.iter().map(|p| (p.seq, Event::Put(*p))).collect();
+    events.extend(tombstones.iter().map(|(s, r)| (*s, Event::Column(*r))));
+    events.extend(families.iter().map(|s| (*s, Event::Family)));
+    events.sort_by_key(|(seq, _)| *seq);
+
+    // The cell now at each timestamp (its sequence), the newest `n` of them
+    // not counted out, and the cells counted out.
+    let mut current: BTreeMap<i64, u64> = BTreeMap::new();
+    let mut top: BTreeSet<i64> = BTreeSet::new();
+    let mut out: HashSet<(i64, u64)> = HashSet::new();
+    let mut i = 0;
+    while i < events.len() {
+        let seq = events[i].0;
+        while i < events.len() && events[i].0 == seq {
+            match &events[i].1 {
+                Event::Put(p) => {
+                    top.remove(&p.timestamp);
+                    current.insert(p.timestamp, p.seq);
+                    if p.counted_out {
+                        out.insert((p.timestamp, p.seq));
+                    } else {
+                        top.insert(p.timestamp);
+                    }
+                }
+                Event::Column(range) => {
+                    let doomed: Vec<i64> =
+                        current.iter().filter(|(ts, s)| range.contains(**ts) && **s < seq).map(|(ts, _)| *ts).collect();
+                    for ts in doomed {
+                        current.remove(&ts);
+                        top.remove(&ts);
+                    }
+                }
+                Event::Family => {
+                    current.retain(|_, s| *s >= seq);
+                    top.retain(|ts| current.contains_key(ts));
+                }
             }
-            last_ts = Some(p.timestamp);
-            if deleted >= moment {
-                live_then.push(p.timestamp);
-            }
+            i += 1;
         }
-        for (cell, best) in cells.iter().zip(best.iter_mut()) {
-            if cell.seq < moment {
-                *best = (*best).max(live_then.partition_point(|&t| t > cell.timestamp));
+        while top.len() > n {
+            if let Some(oldest) = top.pop_first()
+                && let Some(s) = current.get(&oldest)
+            {
+                out.insert((oldest, *s));
             }
         }
     }
-    best
+    cells.iter().map(|c| out.contains(&(c.timestamp, c.seq))).collect()
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::key::Entry;
 
@@ -176,8 +221,8 @@ mod tests {
         let mut live = Vec::new();
         assemble_family(entries.iter().map(Entry::as_ref).enumerate(), &rules(gc, snapshot), &mut live);
         live.iter()
-            .map(|&i| {
-                let e = &entries[i];
+            .map(|c| {
+                let e = &entries[c.index];
                 let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
                 (s(&e.key.qualifier), e.key.timestamp, s(&e.value))
             })
@@ -229,6 +274,43 @@ mod tests {
         // Before v3 was written (snapshot 2) it was still there.
         let got = assemble(entries, &GcRule::max_versions(2), 2);
         assert_eq!(got, vec![("a".into(), 2000, "v2".into()), ("a".into(), 1000, "v1".into())]);
+    }
+
+    /// Seed 45 of the model test: a counted-out cell does not count against
+    /// a cell written after the newer ones were deleted.
+    #[test]
+    fn a_counted_out_cell_never_counts_against_later_cells() {
+        let entries = vec![
+            put("q", 1000, 1, "counted out"),
+            put("q", 9000, 2, "newest"),
+            Entry::delete_column("r".into(), "q".into(), TimeRange::since(5000), 3),
+            put("q", 0, 4, "written last"),
+        ];
+        let got = assemble(entries, &GcRule::max_versions(1), u64::MAX);
+        assert_eq!(got, vec![("q".into(), 0, "written last".into())]);
+    }
+
+    #[test]
+    fn a_cell_stored_counted_out_stays_counted_out() {
+        let mut entries = vec![
+            put("q", 5000, 0, "kept"),
+            Entry {
+                key: crate::key::InternalKey { kind: EntryKind::PutCountedOut, ..put("q", 3000, 0, "").key },
+                value: "out".into(),
+            },
+            put("q", 1000, 7, "new"),
+        ];
+        entries.sort_by(|a, b| a.key.cmp(&b.key));
+        let hour = Duration::from_secs(3600);
+        // Counted out, but an intersection with max_age keeps a young cell.
+        let young = GcRule::intersection([GcRule::max_versions(2), GcRule::max_age(hour)]);
+        let now = 1_000_000;
+        let rules = FamilyRules { gc_rule: &young, snapshot: u64::MAX, now };
+        let mut live = Vec::new();
+        assemble_family(entries.iter().map(Entry::as_ref).enumerate(), &rules, &mut live);
+        let out: Vec<bool> = live.iter().map(|c| c.counted_out).collect();
+        assert_eq!(out, vec![false, true, false], "the stored flag holds; the newcomer has room beside one cell");
+        assert_eq!(assemble(entries, &GcRule::max_versions(2), u64::MAX).len(), 2);
     }
 
     #[test]

@@ -9,6 +9,6 @@ mod scan;
 pub use filter::{BytesRegex, Filter};
 pub use row_set::{RowRange, RowSet};
 
-pub(crate) use assemble::{FamilyRules, assemble_family};
+pub(crate) use assemble::{FamilyRules, LiveCell, assemble_family};
 pub(crate) use row_set::KeySpan;
 pub(crate) use scan::{FamilyView, RowScanner};

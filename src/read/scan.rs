@@ -9,7 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::filter::{Filter, RowCell, RowView};
-use super::{FamilyRules, assemble_family};
+use super::{FamilyRules, LiveCell, assemble_family};
 use crate::Result;
 use crate::iter::{MergingIter, RowGather};
 use crate::model::{Cell, Column, Family, GcRule, Row};
@@ -32,7 +32,7 @@ pub(crate) struct RowScanner {
     now: i64,
     reverse: bool,
     row: RowGather,
-    live: Vec<usize>,
+    live: Vec<LiveCell>,
     /// Reused from row to row.
     cells: Vec<RowCell>,
 }
@@ -73,7 +73,7 @@ impl RowScanner {
             }
             let mut cells = std::mem::take(&mut self.cells);
             cells.clear();
-            cells.extend(self.live.iter().map(|&i| self.row_cell(i)));
+            cells.extend(self.live.iter().map(|c| self.row_cell(c)));
             let view = RowView { families: &self.names, bytes: self.row.bytes() };
             let mut cells = self.filter.apply(&view, cells);
             let row = (!cells.is_empty()).then(|| self.group(&mut cells));
@@ -103,7 +103,8 @@ impl RowScanner {
         self.live = live;
     }
 
-    fn row_cell(&self, i: usize) -> RowCell {
+    fn row_cell(&self, live: &LiveCell) -> RowCell {
+        let i = live.index;
         let g = &self.row.gathered()[i];
         RowCell {
             family: g.rank,

@@ -127,7 +127,7 @@ impl SstWriter {
 
     fn count(&mut self, entry: &EntryRef<'_>) {
         let p = &mut self.props;
-        if entry.kind == EntryKind::Put {
+        if entry.kind.is_cell() {
             p.cells += 1;
             p.min_timestamp = p.min_timestamp.min(entry.timestamp);
             p.max_timestamp = p.max_timestamp.max(entry.timestamp);

@@ -7,12 +7,12 @@ use std::ops::Bound;
 
 use cellardb::{Mutation, TimeRange};
 
-/// A cell's value and the most newer versions of its column that were live
-/// at once since it was written (what `max_versions` counts).
+/// A cell's value, and whether `max_versions` counted it out: pushed out of
+/// its column's newest `n` live cells after some mutation (for good).
 #[derive(Debug, Clone)]
 pub struct CellState {
     pub value: Vec<u8>,
-    pub most_newer: usize,
+    pub counted_out: bool,
 }
 
 /// Columns of a row: (family, qualifier) → timestamp (newest first) → cell.
@@ -30,13 +30,22 @@ pub enum ModelGc {
 }
 
 impl ModelGc {
-    pub fn collects(&self, most_newer: usize, ts: i64, now: i64) -> bool {
+    pub fn collects(&self, counted_out: bool, ts: i64, now: i64) -> bool {
         match self {
             ModelGc::None => false,
-            ModelGc::Versions(n) => most_newer >= *n,
+            ModelGc::Versions(_) => counted_out,
             ModelGc::Age(age) => ts < now - age,
-            ModelGc::Union(rules) => rules.iter().any(|r| r.collects(most_newer, ts, now)),
-            ModelGc::Intersection(rules) => rules.iter().all(|r| r.collects(most_newer, ts, now)),
+            ModelGc::Union(rules) => rules.iter().any(|r| r.collects(counted_out, ts, now)),
+            ModelGc::Intersection(rules) => rules.iter().all(|r| r.collects(counted_out, ts, now)),
+        }
+    }
+
+    /// The rule's `max_versions` limit (the model uses one per rule).
+    pub fn limit(&self) -> Option<usize> {
+        match self {
+            ModelGc::Versions(n) => Some(*n),
+            ModelGc::None | ModelGc::Age(_) => None,
+            ModelGc::Union(rules) | ModelGc::Intersection(rules) => rules.iter().find_map(ModelGc::limit),
         }
     }
 }
@@ -66,15 +75,17 @@ pub struct Model {
 
 impl Model {
     /// Applies a row mutation in order, as Bigtable does; after each
-    /// mutation every cell's count of newer live versions is brought up to date.
+    /// mutation, each column keeps its newest `n` cells not yet counted out
+    /// (its family's `max_versions` limit) and counts out the rest, for good.
     pub fn apply(&mut self, key: &[u8], mutations: &[Mutation]) {
+        let limits: BTreeMap<String, Option<usize>> = self.gc.iter().map(|(f, r)| (f.clone(), r.limit())).collect();
         let families: Vec<String> = self.gc.keys().cloned().collect();
         let row = self.rows.entry(key.to_vec()).or_default();
         for m in mutations {
             match m {
                 Mutation::SetCell { family, qualifier, timestamp, value } => {
                     let col = row.entry((family.clone(), qualifier.to_vec())).or_default();
-                    col.insert(Reverse(timestamp.micros()), CellState { value: value.to_vec(), most_newer: 0 });
+                    col.insert(Reverse(timestamp.micros()), CellState { value: value.to_vec(), counted_out: false });
                 }
                 Mutation::DeleteFromColumn { family, qualifier, range } => {
                     if let Some(col) = row.get_mut(&(family.clone(), qualifier.to_vec())) {
@@ -84,9 +95,10 @@ impl Model {
                 Mutation::DeleteFromFamily { family } => row.retain(|(f, _), _| f != family),
                 Mutation::DeleteFromRow => row.retain(|(f, _), _| !families.contains(f)),
             }
-            for col in row.values_mut() {
-                for (rank, cell) in col.values_mut().enumerate() {
-                    cell.most_newer = cell.most_newer.max(rank);
+            for ((family, _), col) in row.iter_mut() {
+                let Some(n) = limits.get(family).copied().flatten() else { continue };
+                for (rank, cell) in col.values_mut().filter(|c| !c.counted_out).enumerate() {
+                    cell.counted_out = rank >= n;
                 }
             }
         }
@@ -102,7 +114,7 @@ impl Model {
         for ((family, q), cells) in columns {
             let rule = self.gc.get(family).cloned().unwrap_or(ModelGc::None);
             for (Reverse(ts), c) in cells {
-                if !rule.collects(c.most_newer, *ts, now) {
+                if !rule.collects(c.counted_out, *ts, now) {
                     out.push((key.to_vec(), family.clone(), q.clone(), *ts, c.value.clone()));
                 }
             }

@@ -1,0 +1,218 @@
+//! Compaction and GC: every rule gives the same reads before and after
+//! compaction, deleted data and tombstones leave the disk, expired files go
+//! whole, level 0 is drained in the background.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use cellardb::{Db, Filter, GcRule, Mutation, Options, RowRange, RowSet, TimeRange, Timestamp};
+use common::*;
+
+const HOUR: i64 = 3_600_000_000;
+
+fn now() -> i64 {
+    Timestamp::now().micros()
+}
+
+fn family_stats(db: &Db, family: &str) -> cellardb::FamilyStats {
+    let t = db.table("t").unwrap().stats().unwrap();
+    t.families.into_iter().find(|f| f.name == family).unwrap()
+}
+
+/// Writes versions of a few columns at explicit timestamps, spread over
+/// several flushed files, with deletes in between.
+fn write_history(db: &Db, t: &cellardb::Table, family: &str) {
+    let n = now() / 1000 * 1000;
+    for row in 0..20 {
+        let key = format!("row{row:02}");
+        for v in 0..6i64 {
+            let ts = n - (6 - v) * HOUR + (row as i64) * 1000;
+            t.mutate_row(
+                &key,
+                [
+                    Mutation::set_cell(family, "a", ts, format!("a{v}")),
+                    Mutation::set_cell(family, "b", ts, format!("b{v}")),
+                ],
+            )
+            .unwrap();
+        }
+        if row % 3 == 0 {
+            t.mutate_row(&key, [Mutation::delete_from_column(family, "a", TimeRange::since(n - HOUR))]).unwrap();
+        }
+        if row % 7 == 0 {
+            t.mutate_row(&key, [Mutation::delete_from_family(family)]).unwrap();
+            t.mutate_row(&key, [Mutation::set_cell(family, "c", n - 3 * HOUR, "after")]).unwrap();
+        }
+        if row % 5 == 4 {
+            db.flush().unwrap();
+        }
+    }
+}
+
+#[test]
+fn every_gc_rule_reads_the_same_before_and_after_compaction() {
+    let hours = |h: u64| Duration::from_secs(3600 * h);
+    let rules = [
+        GcRule::none(),
+        GcRule::max_versions(1),
+        GcRule::max_versions(3),
+        GcRule::max_age(hours(3)),
+        GcRule::union([GcRule::max_versions(2), GcRule::max_age(hours(4))]),
+        GcRule::intersection([GcRule::max_versions(1), GcRule::max_age(hours(2))]),
+        GcRule::union([
+            GcRule::max_age(hours(5)),
+            GcRule::intersection([GcRule::max_versions(1), GcRule::max_age(hours(3))]),
+        ]),
+        GcRule::intersection([
+            GcRule::max_versions(2),
+            GcRule::union([GcRule::max_age(hours(1)), GcRule::max_versions(2)]),
+        ]),
+    ];
+    for rule in rules {
+        let (_d, db) = temp_db();
+        let t = db.create_table("t", [("f", rule.clone())]).unwrap();
+        write_history(&db, &t, "f");
+        let before = scan_all(&t);
+        db.compact_table("t").unwrap();
+        assert_eq!(scan_all(&t), before, "rule {rule}");
+        let f = family_stats(&db, "f");
+        assert_eq!((f.sst_files, f.tombstones), (1, 0), "rule {rule}: one file, no tombstone left");
+        assert_eq!(f.cells as usize, before.len(), "rule {rule}: exactly the live cells stay on disk");
+    }
+}
+
+#[test]
+fn deleting_the_newest_versions_never_resurrects_what_compaction_removed() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("f", GcRule::max_versions(2))]).unwrap();
+    for v in 1..=3 {
+        t.mutate_row("r", [Mutation::set_cell("f", "q", v * 1000, format!("v{v}"))]).unwrap();
+    }
+    db.flush().unwrap();
+    let compacted = tempfile::tempdir().unwrap();
+    let db2 = Db::open(compacted.path()).unwrap();
+    let t2 = db2.create_table("t", [("f", GcRule::max_versions(2))]).unwrap();
+    for v in 1..=3 {
+        t2.mutate_row("r", [Mutation::set_cell("f", "q", v * 1000, format!("v{v}"))]).unwrap();
+    }
+    db2.compact_table("t").unwrap();
+    for t in [&t, &t2] {
+        t.mutate_row("r", [Mutation::delete_from_column("f", "q", TimeRange::new(3000, 4000))]).unwrap();
+        assert_eq!(scan_all(t), vec![flat("r", "f", "q", 2000, "v2")], "v1 was collected for good");
+    }
+}
+
+#[test]
+fn deleted_rows_leave_the_disk_after_compaction() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("f", GcRule::none())]).unwrap();
+    for i in 0..2000 {
+        t.mutate_row(
+            format!("row{i:04}"),
+            [Mutation::set_cell("f", "q", 1000, format!("value {i} {}", "x".repeat(50)))],
+        )
+        .unwrap();
+    }
+    db.flush().unwrap();
+    let full = family_stats(&db, "f").sst_bytes;
+    for i in 0..1800 {
+        t.mutate_row(format!("row{i:04}"), [Mutation::delete_from_row()]).unwrap();
+    }
+    db.flush().unwrap();
+    assert!(family_stats(&db, "f").sst_bytes > full, "tombstones take room before compaction");
+    db.compact_table("t").unwrap();
+    let f = family_stats(&db, "f");
+    assert_eq!((f.cells, f.tombstones), (200, 0));
+    assert!(f.sst_bytes * 4 < full, "{} bytes left of {full}", f.sst_bytes);
+    assert_eq!(t.read_rows(RowSet::all(), &Filter::pass_all()).collect_rows().unwrap().len(), 200);
+}
+
+#[test]
+fn gc_rule_changes_apply_to_the_next_read_and_compaction_makes_them_final() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("f", GcRule::none())]).unwrap();
+    for v in 1..=4 {
+        t.mutate_row("r", [Mutation::set_cell("f", "q", v * 1000, format!("v{v}"))]).unwrap();
+    }
+    db.set_gc_rule("t", "f", GcRule::max_versions(1)).unwrap();
+    assert_eq!(scan_all(&t).len(), 1);
+    db.set_gc_rule("t", "f", GcRule::none()).unwrap();
+    assert_eq!(scan_all(&t).len(), 4, "nothing was removed yet");
+    db.set_gc_rule("t", "f", GcRule::max_versions(2)).unwrap();
+    db.compact_table("t").unwrap();
+    db.set_gc_rule("t", "f", GcRule::none()).unwrap();
+    assert_eq!(scan_all(&t).len(), 2, "what compaction removed stays removed");
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_file_expired_by_age_is_deleted_whole_without_rewriting() {
+    let (_d, db) = temp_db();
+    let rule = GcRule::union([GcRule::max_versions(10), GcRule::max_age(Duration::from_secs(3600))]);
+    let t = db.create_table("t", [("f", rule)]).unwrap();
+    for i in 0..100 {
+        t.mutate_row(format!("old{i:03}"), [Mutation::set_cell("f", "q", now() - 5 * HOUR, "old")]).unwrap();
+    }
+    db.flush().unwrap();
+    for i in 0..100 {
+        t.mutate_row(format!("new{i:03}"), [Mutation::set_cell("f", "q", Timestamp::SERVER, "new")]).unwrap();
+    }
+    db.flush().unwrap();
+    wait_for("the expired file to go", || family_stats(&db, "f").sst_files == 1);
+    let s = db.stats().unwrap();
+    assert_eq!(s.compaction_bytes_written, 0, "dropped whole, not rewritten");
+    assert_eq!(family_stats(&db, "f").cells, 100);
+    assert_eq!(scan_all(&t).len(), 100);
+}
+
+#[test]
+fn background_compaction_drains_level_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Options::default().memtable_size(16 << 10).open(dir.path()).unwrap();
+    let t = db.create_table("t", [("f", GcRule::max_versions(1))]).unwrap();
+    let mut expected = Vec::new();
+    for i in 0..6000 {
+        let key = format!("row{:03}", i % 300);
+        t.mutate_row(&key, [Mutation::set_cell("f", "q", 1000 * (i / 300 + 1), format!("v{i}"))]).unwrap();
+    }
+    for r in 0..300 {
+        expected.push(flat(&format!("row{r:03}"), "f", "q", 20_000, &format!("v{}", 19 * 300 + r)));
+    }
+    db.flush().unwrap();
+    wait_for("level 0 to drain", || {
+        let f = family_stats(&db, "f");
+        f.levels.iter().find(|l| l.level == 0).is_none_or(|l| l.files < 4)
+    });
+    let f = family_stats(&db, "f");
+    assert!(f.levels.iter().any(|l| l.level >= 1), "{:?}", f.levels);
+    assert!(f.cells < 6000, "old versions went in the background: {} cells left", f.cells);
+    assert_eq!(scan_all(&t), expected);
+    let s = db.stats().unwrap();
+    assert!(s.compaction_bytes_written > 0 && s.write_amplification > 0.0 && s.space_amplification >= 1.0);
+}
+
+#[test]
+fn compaction_leaves_other_tables_and_ranges_alone() {
+    let (_d, db) = temp_db();
+    let a = db.create_table("a", [("f", GcRule::max_versions(1))]).unwrap();
+    let b = db.create_table("b", [("f", GcRule::max_versions(1))]).unwrap();
+    for v in 1..=3 {
+        for t in [&a, &b] {
+            t.mutate_row("r", [Mutation::set_cell("f", "q", v * 1000, format!("v{v}"))]).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    db.compact_table("a").unwrap();
+    let files = |t: &cellardb::Table| t.stats().unwrap().families[0].sst_files;
+    assert_eq!((files(&a), files(&b)), (1, 3));
+    let prefix = b.read_rows(RowSet::from(RowRange::prefix("r")), &Filter::pass_all()).collect_rows().unwrap();
+    assert_eq!(flatten(&prefix), vec![flat("r", "f", "q", 3000, "v3")]);
+}

@@ -216,3 +216,85 @@ fn compaction_leaves_other_tables_and_ranges_alone() {
     let prefix = b.read_rows(RowSet::from(RowRange::prefix("r")), &Filter::pass_all()).collect_rows().unwrap();
     assert_eq!(flatten(&prefix), vec![flat("r", "f", "q", 3000, "v3")]);
 }
+
+fn put_rows(t: &cellardb::Table, prefix: &str, n: usize) {
+    for i in 0..n {
+        t.mutate_row(
+            format!("{prefix}{i:04}"),
+            [Mutation::set_cell("f", "q", 1000, format!("{prefix} {i} {}", "x".repeat(40)))],
+        )
+        .unwrap();
+    }
+}
+
+fn row_count(t: &cellardb::Table, range: RowRange) -> usize {
+    t.read_rows(RowSet::from(range), &Filter::pass_all()).collect_rows().unwrap().len()
+}
+
+#[test]
+fn drop_row_range_deletes_now_keeps_later_writes_and_survives_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path()).unwrap();
+        let t = db.create_table("t", [("f", GcRule::none()), ("g", GcRule::none())]).unwrap();
+        put_rows(&t, "a#", 100);
+        put_rows(&t, "b#", 100);
+        db.flush().unwrap();
+        put_rows(&t, "b#", 10); // newer versions in the memtable
+        t.mutate_row("b#0001", [Mutation::set_cell("g", "q", 1000, "other family")]).unwrap();
+        t.drop_row_range(RowRange::prefix("b#")).unwrap();
+        assert_eq!(row_count(&t, RowRange::prefix("b#")), 0, "gone from memtable and files, every family");
+        assert_eq!(row_count(&t, RowRange::prefix("a#")), 100);
+        t.mutate_row("b#0005", [Mutation::set_cell("f", "q", 0, "after the drop")]).unwrap();
+    }
+    let db = Db::open(dir.path()).unwrap();
+    let t = db.table("t").unwrap();
+    assert_eq!(
+        flatten(&t.read_rows(RowSet::from(RowRange::prefix("b#")), &Filter::pass_all()).collect_rows().unwrap()),
+        vec![flat("b#0005", "f", "q", 0, "after the drop")]
+    );
+    assert_eq!(row_count(&t, RowRange::all()), 101);
+}
+
+#[test]
+fn dropped_ranges_free_space_without_rewriting_unrelated_files() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("f", GcRule::none())]).unwrap();
+    put_rows(&t, "a#", 500);
+    db.flush().unwrap();
+    put_rows(&t, "b#", 500);
+    db.flush().unwrap();
+    let f = family_stats(&db, "f");
+    assert_eq!(f.sst_files, 2);
+    t.drop_row_range(RowRange::prefix("b#")).unwrap();
+    let f = family_stats(&db, "f");
+    assert_eq!(f.sst_files, 1, "the file of b# rows alone is deleted at once");
+    assert_eq!(db.stats().unwrap().compaction_bytes_written, 0, "and nothing was rewritten");
+    // A range cutting through a file: the file is rewritten in the background.
+    let before = family_stats(&db, "f").sst_bytes;
+    t.drop_row_range(RowRange::closed_open("a#0100", "a#0400")).unwrap();
+    assert_eq!(row_count(&t, RowRange::all()), 200);
+    wait_for("the partly dropped file to be rewritten", || family_stats(&db, "f").cells == 200);
+    assert!(family_stats(&db, "f").sst_bytes < before);
+    t.drop_all_rows().unwrap();
+    assert_eq!(row_count(&t, RowRange::all()), 0);
+    assert_eq!(family_stats(&db, "f").sst_files, 0);
+}
+
+#[test]
+fn writes_after_a_drop_survive_compaction_of_a_file_the_drop_cuts_through() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("f", GcRule::max_versions(1))]).unwrap();
+    put_rows(&t, "a#", 50);
+    put_rows(&t, "z#", 50);
+    db.flush().unwrap();
+    t.drop_row_range(RowRange::prefix("a#")).unwrap();
+    t.mutate_row("a#0007", [Mutation::set_cell("f", "q", 5000, "after the drop")]).unwrap();
+    db.compact_table("t").unwrap();
+    let after =
+        flatten(&t.read_rows(RowSet::from(RowRange::prefix("a#")), &Filter::pass_all()).collect_rows().unwrap());
+    assert_eq!(after, vec![flat("a#0007", "f", "q", 5000, "after the drop")]);
+    assert_eq!(row_count(&t, RowRange::all()), 51);
+    db.compact_table("t").unwrap();
+    assert_eq!(row_count(&t, RowRange::all()), 51, "a second full compaction agrees");
+}

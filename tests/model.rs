@@ -223,6 +223,17 @@ fn run_seed(seed: u64, ops: usize) {
             }
             70..=72 => db.flush().unwrap_or_else(|e| panic!("{context}: flush failed: {e}")),
             73 => db.compact_table("t").unwrap_or_else(|e| panic!("{context}: compaction failed: {e}")),
+            76 => {
+                let (a, b) = (key(&mut rng), key(&mut rng));
+                if rng.chance(50) {
+                    t.drop_row_range(RowRange::prefix(&a)).unwrap_or_else(|e| panic!("{context}: drop failed: {e}"));
+                    model.drop_rows(|k| k.starts_with(&a));
+                } else {
+                    t.drop_row_range(RowRange::closed_open(&a, &b))
+                        .unwrap_or_else(|e| panic!("{context}: drop failed: {e}"));
+                    model.drop_rows(|k| k >= a.as_slice() && k < b.as_slice());
+                }
+            }
             74..=75 => {
                 drop(t);
                 drop(db);

@@ -11,7 +11,9 @@
 //!   clock of the compaction:
 //!   (K1) live cells are kept, with sequence number 0, since every later
 //!   entry outranks them and they have no order left to keep among
-//!   themselves; a live cell that `max_versions` counted out (kept by an
+//!   themselves — unless a dropped row range still recorded covers the
+//!   row: the drop deletes by sequence number, so they keep theirs; a
+//!   live cell that `max_versions` counted out (kept by an
 //!   intersection with `max_age` while young) is written as
 //!   `PutCountedOut`, since the history that showed it is gone;
 //!   (K2) everything else goes: cells deleted, overwritten, or collected by
@@ -19,6 +21,9 @@
 //!   Collection is an event never undone (see `docs/data-model.md`), and the
 //!   clock only moves on, so every later read would drop these too.
 //! - **Partial** — older entries of the row may live in files left out.
+//!   (P0) An entry a dropped row range deletes goes: the drop deletes every
+//!   older entry of the row in every file, so none of them has history left
+//!   to tell.
 //!   (P1) A cell overwritten at the same timestamp by a newer one in the
 //!   input goes, if no tombstone in the input deleted it in between: it
 //!   then lived exactly as long as its timestamp did, and whatever happens
@@ -45,6 +50,9 @@ pub(crate) struct RowContext<'a> {
     pub gc_rule: &'a GcRule,
     /// The compaction's clock, µs.
     pub now: i64,
+    /// A dropped range covering the row deletes its entries below this
+    /// sequence number (0: none).
+    pub dropped_below: u64,
 }
 
 /// An entry to write out: which one, and with what sequence number and kind.
@@ -58,16 +66,22 @@ pub(crate) struct Kept {
 /// The entries of one row (key order) to write out.
 pub(crate) fn keep_row(entries: &[EntryRef<'_>], ctx: &RowContext<'_>, keep: &mut Vec<Kept>) {
     if ctx.complete {
-        let rules = FamilyRules { gc_rule: ctx.gc_rule, snapshot: u64::MAX, now: ctx.now };
+        let rules =
+            FamilyRules { gc_rule: ctx.gc_rule, snapshot: u64::MAX, now: ctx.now, dropped_below: ctx.dropped_below };
         let mut live = Vec::new();
         assemble_family(entries.iter().copied().enumerate(), &rules, &mut live);
         keep.extend(live.into_iter().map(|c| {
             let kind = if c.counted_out { EntryKind::PutCountedOut } else { EntryKind::Put };
-            Kept { index: c.index, seq: 0, kind }
+            // A drop still recorded deletes by sequence number, so the row keeps them.
+            let seq = if ctx.dropped_below > 0 { entries[c.index].seq } else { 0 };
+            Kept { index: c.index, seq, kind }
         })); // (K1), (K2)
         return;
     }
     for (i, e) in entries.iter().enumerate() {
+        if e.seq < ctx.dropped_below {
+            continue; // (P0)
+        }
         let overwritten = i > 0 && {
             let prev = &entries[i - 1];
             e.kind.is_cell()
@@ -118,7 +132,7 @@ mod tests {
     fn kept(entries: &[Entry], complete: bool, gc: &GcRule) -> Vec<(String, u64)> {
         let refs: Vec<EntryRef<'_>> = entries.iter().map(Entry::as_ref).collect();
         let mut keep = Vec::new();
-        keep_row(&refs, &RowContext { complete, gc_rule: gc, now: 0 }, &mut keep);
+        keep_row(&refs, &RowContext { complete, gc_rule: gc, now: 0, dropped_below: 0 }, &mut keep);
         keep.iter()
             .map(|k| {
                 let (e, seq) = (&entries[k.index], k.seq);

@@ -10,7 +10,9 @@ use super::picker::{OutputLayout, TARGET_FILE_SIZE, TOMBSTONE_WINDOW};
 use crate::Result;
 use crate::iter::{MergingIter, RowGather};
 use crate::key::EntryRef;
+use crate::manifest::RangeDrop;
 use crate::model::GcRule;
+use crate::read::dropped_below;
 use crate::sst::{SstIter, SstReader, SstSummary, SstWriter};
 
 /// A compaction to run.
@@ -26,6 +28,8 @@ pub(crate) struct Job<'a> {
     pub now: i64,
     /// Where the output goes.
     pub layout: OutputLayout,
+    /// The store's dropped row ranges.
+    pub drops: &'a [RangeDrop],
 }
 
 /// A file the job wrote.
@@ -56,7 +60,13 @@ impl Job<'_> {
             let complete = !self.older.iter().any(|f| may_hold(f, row.key()));
             let entries: Vec<EntryRef<'_>> = (0..row.gathered().len()).map(|i| row.entry(i)).collect();
             keep.clear();
-            keep_row(&entries, &RowContext { complete, gc_rule: self.gc_rule, now: self.now }, &mut keep);
+            let ctx = RowContext {
+                complete,
+                gc_rule: self.gc_rule,
+                now: self.now,
+                dropped_below: dropped_below(self.drops, row.key()),
+            };
+            keep_row(&entries, &ctx, &mut keep);
             for k in &keep {
                 sink.add(EntryRef { seq: k.seq, kind: k.kind, ..entries[k.index] }, new_writer)?;
             }

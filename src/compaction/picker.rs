@@ -16,7 +16,8 @@
 //!
 //! Both first delete whole any file whose every cell the family's GC rule
 //! collects by age alone, if it holds no tombstone (a tombstone may still
-//! have cells to delete elsewhere).
+//! have cells to delete elsewhere); then rewrite, alone and in place, any
+//! file holding entries a dropped row range deletes.
 
 use bytes::Bytes;
 
@@ -57,6 +58,8 @@ pub struct FileInfo {
     pub level: u8,
     /// Bytes on disk.
     pub size: u64,
+    /// Whether the file may hold entries a dropped row range deletes.
+    pub holds_dropped: bool,
     /// Smallest row key.
     pub first_row: Bytes,
     /// Largest row key.
@@ -114,6 +117,15 @@ pub fn pick(files: &[FileInfo], gc_rule: &GcRule, now: i64, strategy: Compaction
         .collect();
     if !expired.is_empty() {
         return Some(Choice::Drop(expired));
+    }
+    if let Some(f) = files.iter().find(|f| f.holds_dropped) {
+        let layout = match strategy {
+            CompactionStrategy::TimeWindow { window_micros } if f.level > 0 => {
+                OutputLayout::Windows(window_micros.max(1))
+            }
+            _ => OutputLayout::Level(f.level),
+        };
+        return Some(Choice::Merge { inputs: vec![f.file], layout });
     }
     match strategy {
         CompactionStrategy::Leveled => pick_leveled(files),
@@ -222,6 +234,7 @@ mod tests {
             max_timestamp: ts.1,
             cells: 10,
             tombstones: 0,
+            holds_dropped: false,
         }
     }
 
@@ -257,6 +270,15 @@ mod tests {
         let strategy = CompactionStrategy::TimeWindow { window_micros: w };
         let choice = pick(&files, &GcRule::None, 0, strategy);
         assert_eq!(choice, Some(Choice::Merge { inputs: vec![1, 2, 3, 4, 11], layout: OutputLayout::Windows(w) }));
+    }
+
+    #[test]
+    fn a_file_holding_dropped_rows_is_rewritten_alone_in_place() {
+        let mut files = vec![file(1, 1, 10, ("a", "f"), (0, 0)), file(2, 1, 10, ("g", "m"), (0, 0))];
+        assert_eq!(pick(&files, &GcRule::None, 0, CompactionStrategy::Leveled), None);
+        files[1].holds_dropped = true;
+        let choice = pick(&files, &GcRule::None, 0, CompactionStrategy::Leveled);
+        assert_eq!(choice, Some(Choice::Merge { inputs: vec![2], layout: OutputLayout::Level(1) }));
     }
 
     #[test]

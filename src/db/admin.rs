@@ -7,8 +7,9 @@
 //! re-creating it starts empty.
 
 use super::{Core, Db, Table};
-use crate::manifest::{self, FamilyMeta, ManifestState, TableMeta};
+use crate::manifest::{self, FamilyMeta, ManifestState, RangeDrop, TableMeta};
 use crate::model::{FamilySchema, GcRule, TableSchema, validate_family_name, validate_table_name};
+use crate::read::{KeySpan, RowRange};
 use crate::{Error, Result};
 
 impl Db {
@@ -177,5 +178,72 @@ impl Core {
         self.install(&st, cs.mem.clone());
         self.request_compaction(&mut st);
         Ok(out)
+    }
+}
+
+impl Table {
+    /// Deletes every row in `range` — in every family, in the memtable and
+    /// on disk — as Bigtable's `DropRowRange` does. Files holding only rows
+    /// of the range are deleted at once; others are rewritten by compaction
+    /// soon after, without touching unrelated files. Writes after the call
+    /// are kept.
+    ///
+    /// # Errors
+    /// `Error::NotFound` if the table was deleted; I/O errors writing the manifest.
+    pub fn drop_row_range(&self, range: RowRange) -> Result<()> {
+        self.db.core().drop_rows(self.id, &self.name, range.half_open())
+    }
+
+    /// Deletes every row of the table.
+    ///
+    /// # Errors
+    /// As [`Table::drop_row_range`].
+    pub fn drop_all_rows(&self) -> Result<()> {
+        self.drop_row_range(RowRange::all())
+    }
+}
+
+impl Core {
+    /// Records a dropped range of rows for every family of the table, with
+    /// the next sequence number: every entry written before it is deleted.
+    fn drop_rows(&self, table: u32, table_name: &str, span: KeySpan) -> Result<()> {
+        self.check_open()?;
+        if span.is_empty() {
+            return Ok(());
+        }
+        let mut cs = self.commit.lock();
+        if let Some(why) = &cs.poisoned {
+            return Err(Error::Poisoned(why.clone()));
+        }
+        let mut st = self.state.lock();
+        let t = st.manifest.tables.iter().find(|t| t.id == table).ok_or_else(|| Error::table_not_found(table_name))?;
+        let stores: Vec<u32> = t.families.iter().map(|f| f.store).collect();
+        let seq = cs.next_seq;
+        let log_number = cs.mem.wal_number();
+        let mut next = st.manifest.clone();
+        next.last_seq = next.last_seq.max(seq);
+        let drops: Vec<RangeDrop> = stores
+            .iter()
+            .map(|&store| RangeDrop { store, start: span.lo.clone(), end: span.hi.clone(), seq, log_number })
+            .collect();
+        let inside = |s: &crate::manifest::SstMeta| {
+            drops.iter().any(|d| d.store == s.store && d.contains(&s.first_row, &s.last_row))
+        };
+        let gone: Vec<u64> = next.ssts.iter().filter(|s| inside(s)).map(|s| s.file).collect();
+        next.ssts.retain(|s| !gone.contains(&s.file));
+        next.drops.extend(drops);
+        manifest::write(&*self.fs, &self.dir, &next)?;
+        cs.next_seq += 1;
+        st.manifest = next;
+        for f in gone {
+            if let Some(h) = st.handles.remove(&f) {
+                h.mark_obsolete();
+            }
+        }
+        // Published before the view, so any read of the new view sees it.
+        self.visible_seq.store(seq, std::sync::atomic::Ordering::Release);
+        self.install(&st, cs.mem.clone());
+        self.request_compaction(&mut st);
+        Ok(())
     }
 }

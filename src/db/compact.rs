@@ -19,7 +19,7 @@ use super::version::SstHandle;
 use super::{Core, Db, EngineState};
 use crate::compaction::job::{Job, Output};
 use crate::compaction::picker::{self, Choice, FileInfo, OutputLayout};
-use crate::manifest::{self, SstMeta};
+use crate::manifest::{self, RangeDrop, SstMeta};
 use crate::model::{GcRule, now_micros};
 use crate::sst::{self, SstOptions, SstReader, SstWriter};
 use crate::{Error, Result};
@@ -43,6 +43,7 @@ struct Task {
     choice: Choice,
     inputs: Vec<Arc<SstHandle>>,
     older: Vec<Arc<SstReader>>,
+    drops: Vec<RangeDrop>,
 }
 
 /// The background thread: runs due compactions after each flush or schema
@@ -111,9 +112,14 @@ impl Core {
     }
 
     /// Runs one due compaction, if any; false if none was due.
+    /// Shutdown stops the search: a close does not wait for more than the
+    /// compaction under way.
     fn compact_once(&self) -> Result<bool> {
         let task = {
             let mut st = self.state.lock();
+            if st.shutting_down {
+                return Ok(false);
+            }
             let now = now_micros();
             let mut due = None;
             'search: for table in &st.manifest.tables {
@@ -144,6 +150,8 @@ impl Core {
         let inputs = chosen.iter().filter_map(|f| st.handles.get(f).cloned()).collect();
         let may_be_older = |m: &SstMeta| match &choice {
             Choice::Drop(_) => false,
+            // Level 0 files overlap: any other may be older.
+            Choice::Merge { layout: OutputLayout::Level(0), .. } => true,
             Choice::Merge { layout: OutputLayout::Level(out), .. } => m.level > *out,
             Choice::Merge { layout: OutputLayout::Windows(_), .. } => true,
         };
@@ -154,7 +162,8 @@ impl Core {
             .filter(|m| m.store == store && !chosen.contains(&m.file) && may_be_older(m))
             .filter_map(|m| st.handles.get(&m.file).map(|h| h.reader.clone()))
             .collect();
-        Task { store, family: family.to_owned(), gc_rule: gc_rule.clone(), choice, inputs, older }
+        let drops = drops_of(st, store);
+        Task { store, family: family.to_owned(), gc_rule: gc_rule.clone(), choice, inputs, older, drops }
     }
 
     fn run_and_release(&self, task: &Task) -> Result<()> {
@@ -171,7 +180,14 @@ impl Core {
         };
         let started = Instant::now();
         let readers: Vec<Arc<SstReader>> = task.inputs.iter().map(|h| h.reader.clone()).collect();
-        let job = Job { inputs: &readers, older: &task.older, gc_rule: &task.gc_rule, now: now_micros(), layout };
+        let job = Job {
+            inputs: &readers,
+            older: &task.older,
+            gc_rule: &task.gc_rule,
+            now: now_micros(),
+            layout,
+            drops: &task.drops,
+        };
         let options = SstOptions { block_size: self.opts.block_size, compression: self.opts.compression };
         let mut new_writer = || -> Result<(u64, SstWriter)> {
             let number = self.next_file_number(&mut self.state.lock());
@@ -182,7 +198,9 @@ impl Core {
         if !outputs.is_empty() {
             self.fs.sync_dir(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
         }
-        let handles = outputs.into_iter().map(|o| self.open_output(task.store, o)).collect::<Result<Vec<_>>>()?;
+        let drops_applied = task.drops.iter().map(|d| d.seq).max().unwrap_or(0);
+        let handles =
+            outputs.into_iter().map(|o| self.open_output(task.store, o, drops_applied)).collect::<Result<Vec<_>>>()?;
         log::debug!(
             "cellardb: compacted {} files of {} into {} in {:?}",
             task.inputs.len(),
@@ -193,7 +211,8 @@ impl Core {
         self.install_compaction(task, handles)
     }
 
-    fn open_output(&self, store: u32, o: Output) -> Result<SstHandle> {
+    /// Opens a file the job wrote; `drops_applied` as in [`SstMeta`].
+    fn open_output(&self, store: u32, o: Output, drops_applied: u64) -> Result<SstHandle> {
         let path = self.dir.join(sst::file_name(o.number));
         let data = self.fs.map(&path).map_err(|e| Error::io(&path, e))?;
         let reader = SstReader::open(&path, data, o.number)?;
@@ -206,6 +225,7 @@ impl Core {
             last_row: o.summary.props.last_row.clone(),
             min_seq: o.summary.props.min_seq,
             max_seq: o.summary.props.max_seq,
+            drops_applied,
         };
         Ok(SstHandle::new(reader, meta, self.fs.clone(), self.cache.clone()))
     }
@@ -224,6 +244,7 @@ impl Core {
         let mut next = st.manifest.clone();
         next.ssts.retain(|s| !inputs.contains(&s.file));
         next.ssts.extend(outputs.iter().map(|h| h.meta.clone()));
+        self.retire_drops(&st, &mut next);
         if let Err(e) = manifest::write(&*self.fs, &self.dir, &next) {
             outputs.iter().for_each(|h| h.mark_obsolete());
             return Err(e);
@@ -258,6 +279,22 @@ impl Core {
     }
 }
 
+impl Core {
+    /// Forgets the dropped ranges with nothing left to delete: no file of
+    /// the store holds an entry of the range older than the drop, and every
+    /// memtable started after it.
+    pub(super) fn retire_drops(&self, st: &EngineState, next: &mut crate::manifest::ManifestState) {
+        let oldest_log = st.imm.first().map_or_else(|| self.current().mem.wal_number(), |m| m.wal_number());
+        let ssts = next.ssts.clone();
+        next.drops.retain(|d| ssts.iter().any(|s| s.holds_dropped(d)) || oldest_log <= d.log_number);
+    }
+}
+
+/// The dropped ranges of `store`.
+fn drops_of(st: &EngineState, store: u32) -> Vec<RangeDrop> {
+    st.manifest.drops.iter().filter(|d| d.store == store).cloned().collect()
+}
+
 /// What the picker needs to know of each file of `store`.
 fn file_infos(st: &EngineState, store: u32) -> Vec<FileInfo> {
     st.manifest
@@ -270,6 +307,7 @@ fn file_infos(st: &EngineState, store: u32) -> Vec<FileInfo> {
                 file: m.file,
                 level: m.level,
                 size: m.size,
+                holds_dropped: st.manifest.drops.iter().any(|d| m.holds_dropped(d)),
                 first_row: m.first_row.clone(),
                 last_row: m.last_row.clone(),
                 min_timestamp: props.min_timestamp,

@@ -80,6 +80,7 @@ impl Core {
         next.ssts.extend(kept.iter().map(|h| h.meta.clone()));
         next.log_number = next_log;
         next.last_seq = next.last_seq.max(mem.max_seq());
+        self.retire_drops(&st, &mut next);
         manifest::write(&*self.fs, &self.dir, &next)?;
         st.manifest = next;
         for h in kept {
@@ -126,6 +127,7 @@ impl Core {
             last_row: summary.props.last_row.clone(),
             min_seq: summary.props.min_seq,
             max_seq: summary.props.max_seq,
+            drops_applied: 0,
         };
         Ok(SstHandle::new(reader, meta, self.fs.clone(), self.cache.clone()))
     }

@@ -234,10 +234,16 @@ impl Core {
                 files.entry(m.store).or_default().push(h.clone());
             }
         }
+        let mut drops: std::collections::HashMap<u32, Vec<crate::manifest::RangeDrop>> =
+            std::collections::HashMap::new();
+        for d in &st.manifest.drops {
+            drops.entry(d.store).or_default().push(d.clone());
+        }
         let sv = SuperVersion {
             mem,
             imm: st.imm.iter().rev().cloned().collect(),
             files,
+            drops,
             schema: Arc::new(Schema { tables: st.manifest.tables.clone() }),
         };
         let mut level0 = std::collections::HashMap::<u32, usize>::new();

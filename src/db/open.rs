@@ -112,6 +112,7 @@ pub(super) fn recover(dir: &Path, opts: Options) -> Result<Core> {
         mem: mem.clone(),
         imm: Vec::new(),
         files: HashMap::new(),
+        drops: HashMap::new(),
         schema: Arc::new(Schema { tables: state.tables.clone() }),
     };
     let core = Core {

@@ -142,7 +142,12 @@ impl RowIter {
             .families
             .iter()
             .filter(|f| self.read.filter.may_select_family(&f.name))
-            .map(|f| FamilyView { name: f.name.clone(), store: f.store, gc_rule: f.gc_rule.clone() })
+            .map(|f| FamilyView {
+                name: f.name.clone(),
+                store: f.store,
+                gc_rule: f.gc_rule.clone(),
+                drops: sv.drops_of(f.store).to_vec(),
+            })
             .collect();
         let mut spans: VecDeque<KeySpan> = self.read.rows.spans().into();
         if self.read.reverse {

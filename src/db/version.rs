@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::cache::BlockCache;
 use crate::fs::Fs;
-use crate::manifest::{SstMeta, TableMeta};
+use crate::manifest::{RangeDrop, SstMeta, TableMeta};
 use crate::memtable::Memtable;
 use crate::sst::SstReader;
 
@@ -83,6 +83,8 @@ pub(crate) struct SuperVersion {
     pub imm: Vec<Arc<Memtable>>,
     /// Live SSTables by store, newest first.
     pub files: HashMap<u32, Vec<Arc<SstHandle>>>,
+    /// Dropped row ranges by store.
+    pub drops: HashMap<u32, Vec<RangeDrop>>,
     /// The schema.
     pub schema: Arc<Schema>,
 }
@@ -91,6 +93,11 @@ impl SuperVersion {
     /// Every memtable, newest first.
     pub fn memtables(&self) -> impl Iterator<Item = &Arc<Memtable>> {
         std::iter::once(&self.mem).chain(&self.imm)
+    }
+
+    /// The dropped row ranges of `store`.
+    pub fn drops_of(&self, store: u32) -> &[RangeDrop] {
+        self.drops.get(&store).map_or(&[], Vec::as_slice)
     }
 
     /// The live SSTables of `store`, newest first.

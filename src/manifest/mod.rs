@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 
-pub use records::{FamilyMeta, ManifestState, SstMeta, TableMeta};
+pub use records::{FamilyMeta, ManifestState, RangeDrop, SstMeta, TableMeta};
 
 use crate::fs::Fs;
 use crate::{Error, Result};

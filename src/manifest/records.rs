@@ -8,8 +8,12 @@ use crate::coding::{Cursor, DecodeError, crc32, put_bytes, put_varint};
 use crate::model::GcRule;
 
 const MAGIC: &[u8; 8] = b"CELLARMF";
-/// Manifest format version. Version changes: 1 is the first.
-const VERSION: u32 = 1;
+/// Manifest format version written. Version changes: 1 is the first; 2
+/// adds dropped row ranges and each SSTable's `drops_applied`. Version 1
+/// manifests are read as version 2 with neither.
+const VERSION: u32 = 2;
+/// The oldest version read.
+const OLDEST_VERSION: u32 = 1;
 const HEADER_LEN: usize = 12;
 /// Deepest GC rule nesting a decoder follows: what `GcRule::validate`
 /// accepts (it also guards against stack exhaustion).
@@ -22,6 +26,7 @@ mod tag {
     pub const FAMILY: u8 = 3;
     pub const SST: u8 = 4;
     pub const END: u8 = 5;
+    pub const RANGE_DROP: u8 = 6;
 }
 
 /// GC rule tags. Written to disk: never renumber.
@@ -50,6 +55,42 @@ pub struct ManifestState {
     pub tables: Vec<TableMeta>,
     /// Live SSTables.
     pub ssts: Vec<SstMeta>,
+    /// Row ranges dropped whose older entries may still be in files.
+    pub drops: Vec<RangeDrop>,
+}
+
+/// A dropped range of rows of one store: every entry of a row in
+/// `[start, end)` with a sequence number below `seq` is deleted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeDrop {
+    /// Store.
+    pub store: u32,
+    /// First row key (empty: from the first row).
+    pub start: Bytes,
+    /// First row key past the range (`None`: to the last row).
+    pub end: Option<Bytes>,
+    /// The drop's sequence number.
+    pub seq: u64,
+    /// The log of the memtable taking writes when the range was dropped:
+    /// memtables of that log or older may hold entries the drop deletes.
+    pub log_number: u64,
+}
+
+impl RangeDrop {
+    /// Whether `row` lies in the range.
+    pub fn covers(&self, row: &[u8]) -> bool {
+        row >= &self.start[..] && self.end.as_ref().is_none_or(|e| row < &e[..])
+    }
+
+    /// Whether the range meets rows `first..=last`.
+    pub fn overlaps(&self, first: &[u8], last: &[u8]) -> bool {
+        last >= &self.start[..] && self.end.as_ref().is_none_or(|e| first < &e[..])
+    }
+
+    /// Whether the range holds every row `first..=last`.
+    pub fn contains(&self, first: &[u8], last: &[u8]) -> bool {
+        first >= &self.start[..] && self.end.as_ref().is_none_or(|e| last < &e[..])
+    }
 }
 
 /// A table.
@@ -93,6 +134,20 @@ pub struct SstMeta {
     pub min_seq: u64,
     /// Largest sequence number.
     pub max_seq: u64,
+    /// Every dropped row range of the store with a sequence number up to
+    /// this one was applied when the file was written: it holds no entry
+    /// such a drop deletes. 0: none applied.
+    pub drops_applied: u64,
+}
+
+impl SstMeta {
+    /// Whether the file may hold entries `drop` deletes.
+    pub fn holds_dropped(&self, drop: &RangeDrop) -> bool {
+        self.store == drop.store
+            && self.drops_applied < drop.seq
+            && self.min_seq < drop.seq
+            && drop.overlaps(&self.first_row, &self.last_row)
+    }
 }
 
 impl ManifestState {
@@ -114,6 +169,7 @@ impl ManifestState {
             }
         }
         payloads.extend(self.ssts.iter().map(sst_record));
+        payloads.extend(self.drops.iter().map(drop_record));
         let mut end = vec![tag::END];
         put_varint(&mut end, payloads.len() as u64);
         payloads.push(end);
@@ -144,8 +200,8 @@ impl ManifestState {
             return Err((0, "not a cellardb manifest: bad magic".into()));
         }
         let version = u32::from_le_bytes([data[8], data[9], data[10], data[11]]);
-        if version != VERSION {
-            return Err((8, format!("manifest format version {version}, expected {VERSION}")));
+        if !(OLDEST_VERSION..=VERSION).contains(&version) {
+            return Err((8, format!("manifest format version {version}, expected {OLDEST_VERSION} to {VERSION}")));
         }
         let mut state = ManifestState::default();
         let mut c = Cursor::new(data);
@@ -163,7 +219,7 @@ impl ManifestState {
             }
             let body_at = at + 8;
             let done = state
-                .apply_record(payload, records)
+                .apply_record(payload, records, version)
                 .map_err(|e| (body_at + e.offset, format!("record does not decode: {}", e.what)))?;
             records += 1;
             if done {
@@ -177,7 +233,7 @@ impl ManifestState {
     }
 
     /// Applies one record; true for the end record.
-    fn apply_record(&mut self, payload: &[u8], records_before: u64) -> Result<bool, DecodeError> {
+    fn apply_record(&mut self, payload: &[u8], records_before: u64, version: u32) -> Result<bool, DecodeError> {
         let mut c = Cursor::new(payload);
         let u32_of = |c: &mut Cursor<'_>, what| {
             let at = c.position();
@@ -217,7 +273,21 @@ impl ManifestState {
                 let last_row = Bytes::copy_from_slice(c.length_prefixed("last row")?);
                 let min_seq = c.varint("min sequence")?;
                 let max_seq = c.varint("max sequence")?;
-                self.ssts.push(SstMeta { store, file, level, size, first_row, last_row, min_seq, max_seq });
+                let drops_applied = if version >= 2 { c.varint("drops applied")? } else { 0 };
+                let meta = SstMeta { store, file, level, size, first_row, last_row, min_seq, max_seq, drops_applied };
+                self.ssts.push(meta);
+            }
+            tag::RANGE_DROP if version >= 2 => {
+                let store = u32_of(&mut c, "store id")?;
+                let start = Bytes::copy_from_slice(c.length_prefixed("range start")?);
+                let end = match c.u8("range end marker")? {
+                    0 => None,
+                    1 => Some(Bytes::copy_from_slice(c.length_prefixed("range end")?)),
+                    _ => return Err(c.error("range end marker")),
+                };
+                let seq = c.varint("drop sequence")?;
+                let log_number = c.varint("drop log number")?;
+                self.drops.push(RangeDrop { store, start, end, seq, log_number });
             }
             tag::END => {
                 let at = c.position();
@@ -235,6 +305,22 @@ impl ManifestState {
     }
 }
 
+fn drop_record(d: &RangeDrop) -> Vec<u8> {
+    let mut p = vec![tag::RANGE_DROP];
+    put_varint(&mut p, u64::from(d.store));
+    put_bytes(&mut p, &d.start);
+    match &d.end {
+        Some(end) => {
+            p.push(1);
+            put_bytes(&mut p, end);
+        }
+        None => p.push(0),
+    }
+    put_varint(&mut p, d.seq);
+    put_varint(&mut p, d.log_number);
+    p
+}
+
 fn sst_record(s: &SstMeta) -> Vec<u8> {
     let mut p = vec![tag::SST];
     put_varint(&mut p, u64::from(s.store));
@@ -245,6 +331,7 @@ fn sst_record(s: &SstMeta) -> Vec<u8> {
     put_bytes(&mut p, &s.last_row);
     put_varint(&mut p, s.min_seq);
     put_varint(&mut p, s.max_seq);
+    put_varint(&mut p, s.drops_applied);
     p
 }
 
@@ -324,7 +411,12 @@ mod tests {
                 last_row: "z".into(),
                 min_seq: 1,
                 max_seq: 99,
+                drops_applied: 40,
             }],
+            drops: vec![
+                RangeDrop { store: 2, start: "a".into(), end: Some("b".into()), seq: 50, log_number: 9 },
+                RangeDrop { store: 1, start: Bytes::new(), end: None, seq: 60, log_number: 10 },
+            ],
         }
     }
 

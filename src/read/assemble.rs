@@ -41,6 +41,9 @@ pub(crate) struct FamilyRules<'a> {
     pub snapshot: u64,
     /// Wall-clock time of the read, µs, for age-based GC.
     pub now: i64,
+    /// A dropped row range covering this row deletes its entries below this
+    /// sequence number (0: none), as a family tombstone would.
+    pub dropped_below: u64,
 }
 
 /// What assembly found for one live cell.
@@ -60,6 +63,9 @@ pub(crate) fn assemble_family<'e>(
     live: &mut Vec<LiveCell>,
 ) {
     let mut family_tombstones: Vec<u64> = Vec::new();
+    if rules.dropped_below > 0 && rules.dropped_below <= rules.snapshot {
+        family_tombstones.push(rules.dropped_below);
+    }
     let mut column = Column::default();
     for (index, e) in entries {
         if e.seq > rules.snapshot {
@@ -213,7 +219,7 @@ mod tests {
     use crate::key::Entry;
 
     fn rules(gc: &GcRule, snapshot: u64) -> FamilyRules<'_> {
-        FamilyRules { gc_rule: gc, snapshot, now: 0 }
+        FamilyRules { gc_rule: gc, snapshot, now: 0, dropped_below: 0 }
     }
 
     fn assemble(mut entries: Vec<Entry>, gc: &GcRule, snapshot: u64) -> Vec<(String, i64, String)> {
@@ -305,7 +311,7 @@ mod tests {
         // Counted out, but an intersection with max_age keeps a young cell.
         let young = GcRule::intersection([GcRule::max_versions(2), GcRule::max_age(hour)]);
         let now = 1_000_000;
-        let rules = FamilyRules { gc_rule: &young, snapshot: u64::MAX, now };
+        let rules = FamilyRules { gc_rule: &young, snapshot: u64::MAX, now, dropped_below: 0 };
         let mut live = Vec::new();
         assemble_family(entries.iter().map(Entry::as_ref).enumerate(), &rules, &mut live);
         let out: Vec<bool> = live.iter().map(|c| c.counted_out).collect();

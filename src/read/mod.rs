@@ -11,4 +11,4 @@ pub use row_set::{RowRange, RowSet};
 
 pub(crate) use assemble::{FamilyRules, LiveCell, assemble_family};
 pub(crate) use row_set::KeySpan;
-pub(crate) use scan::{FamilyView, RowScanner};
+pub(crate) use scan::{FamilyView, RowScanner, dropped_below};

@@ -69,7 +69,7 @@ impl RowRange {
     /// The range as `[lo, hi)`: `lo` empty means from the first row, `hi`
     /// `None` to the last. The next key after `k` is `k ‖ 0x00`, which turns
     /// an exclusive start or inclusive end into this form exactly.
-    fn half_open(&self) -> KeySpan {
+    pub(crate) fn half_open(&self) -> KeySpan {
         let lo = match &self.start {
             Bound::Unbounded => Bytes::new(),
             Bound::Included(k) => k.clone(),
@@ -112,7 +112,7 @@ pub(crate) struct KeySpan {
 }
 
 impl KeySpan {
-    fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.hi.as_ref().is_some_and(|hi| *hi <= self.lo)
     }
 

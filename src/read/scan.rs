@@ -12,6 +12,7 @@ use super::filter::{Filter, RowCell, RowView};
 use super::{FamilyRules, LiveCell, assemble_family};
 use crate::Result;
 use crate::iter::{MergingIter, RowGather};
+use crate::manifest::RangeDrop;
 use crate::model::{Cell, Column, Family, GcRule, Row};
 
 /// A family as one read sees it; its index in the read's list is its rank.
@@ -20,6 +21,8 @@ pub(crate) struct FamilyView {
     pub name: String,
     pub store: u32,
     pub gc_rule: GcRule,
+    /// The family's dropped row ranges.
+    pub drops: Vec<RangeDrop>,
 }
 
 /// Rows out of a merge of every source of one span of keys.
@@ -94,7 +97,9 @@ impl RowScanner {
             let rank = gathered[start].rank;
             let n = gathered[start..].iter().take_while(|g| g.rank == rank).count();
             if let Some(view) = self.families.get(usize::from(rank)) {
-                let rules = FamilyRules { gc_rule: &view.gc_rule, snapshot: self.snapshot, now: self.now };
+                let dropped_below = dropped_below(&view.drops, self.row.key());
+                let rules =
+                    FamilyRules { gc_rule: &view.gc_rule, snapshot: self.snapshot, now: self.now, dropped_below };
                 let entries = (start..start + n).map(|i| (i, self.row.entry(i)));
                 assemble_family(entries, &rules, &mut live);
             }
@@ -137,4 +142,9 @@ impl RowScanner {
         }
         Row { key: Bytes::copy_from_slice(self.row.key()), families }
     }
+}
+
+/// The sequence number below which dropped ranges delete `row`'s entries.
+pub(crate) fn dropped_below(drops: &[RangeDrop], row: &[u8]) -> u64 {
+    drops.iter().filter(|d| d.covers(row)).map(|d| d.seq).max().unwrap_or(0)
 }

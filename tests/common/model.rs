@@ -108,6 +108,11 @@ impl Model {
         }
     }
 
+    /// Drops every row `wanted` says, in every family.
+    pub fn drop_rows(&mut self, wanted: impl Fn(&[u8]) -> bool) {
+        self.rows.retain(|k, _| !wanted(k));
+    }
+
     /// The cells of `row` that its families' GC rules keep, in model order.
     fn live_cells(&self, key: &[u8], columns: &Columns, now: i64) -> Vec<ModelCell> {
         let mut out = Vec::new();

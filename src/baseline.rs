@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
+use rocksdb::statistics::Ticker;
 use rocksdb::{BlockBasedOptions, DB, DBCompressionType, IteratorMode, WriteBatch, WriteOptions};
 
 use crate::{Durability, Error, Mutation, Result};
@@ -18,6 +19,21 @@ pub struct RocksBaseline {
     db: DB,
     dir: PathBuf,
     write_options: WriteOptions,
+    /// Holds the statistics object the tickers are read from.
+    options: rocksdb::Options,
+}
+
+/// What RocksDB wrote and how long writers stalled, since open.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RocksWrites {
+    /// Bytes appended to the write-ahead log.
+    pub wal_bytes: u64,
+    /// Bytes of SSTables written by flushes.
+    pub flush_bytes: u64,
+    /// Bytes of SSTables written by compactions.
+    pub compaction_bytes: u64,
+    /// Microseconds writers were stalled or slowed.
+    pub stall_micros: u64,
 }
 
 fn rocks_error(dir: &Path, e: rocksdb::Error) -> Error {
@@ -49,10 +65,11 @@ impl RocksBaseline {
         let mut table = BlockBasedOptions::default();
         table.set_block_size(4096);
         opts.set_block_based_table_factory(&table);
+        opts.enable_statistics();
         let db = DB::open(&opts, dir).map_err(|e| rocks_error(dir, e))?;
         let mut write_options = WriteOptions::default();
         write_options.set_sync(durability == Durability::Sync);
-        Ok(RocksBaseline { db, dir: dir.to_path_buf(), write_options })
+        Ok(RocksBaseline { db, dir: dir.to_path_buf(), write_options, options: opts })
     }
 
     /// Writes a row mutation's cells as one write batch. Only `SetCell`s are
@@ -76,6 +93,17 @@ impl RocksBaseline {
     /// Compacts the whole key range.
     pub fn compact(&self) {
         self.db.compact_range::<&[u8], &[u8]>(None, None);
+    }
+
+    /// What RocksDB wrote since open, from its statistics tickers.
+    pub fn writes(&self) -> RocksWrites {
+        let count = |t| self.options.get_ticker_count(t);
+        RocksWrites {
+            wal_bytes: count(Ticker::WalFileBytes),
+            flush_bytes: count(Ticker::FlushWriteBytes),
+            compaction_bytes: count(Ticker::CompactWriteBytes),
+            stall_micros: count(Ticker::StallMicros),
+        }
     }
 
     /// Entries of a full scan.

@@ -32,9 +32,21 @@ use crate::wal::RowRecord;
 const ARENA_CHUNK: usize = 1 << 20;
 /// Cells a row holds as a sorted vector before it becomes a B-tree.
 const SMALL_ROW: usize = 32;
-/// Bytes charged per cell and per row for the structures around them.
-const CELL_OVERHEAD: usize = 96;
-const ROW_OVERHEAD: usize = 128;
+/// Bytes a B-tree spends per element of `size` bytes: nodes are half to
+/// two-thirds full (inserts into the middle of a run split nodes in half)
+/// and carry headers, edges and the allocator's own overhead. The factor
+/// was fitted to the heap of the balloon workload's four patterns, which
+/// it overestimates by 5-25% (`docs/compaction.md`, "Memory"), so that
+/// `memtable_size` bounds what a memtable really holds.
+const fn btree_bytes(size: usize) -> usize {
+    size * 2
+}
+/// Bytes charged per row for its place in the tree of rows.
+const ROW_OVERHEAD: usize = btree_bytes(size_of::<(RowKey, RowCells)>());
+/// Bytes charged per cell of a large row, for its place in the row's tree.
+const LARGE_CELL_OVERHEAD: usize = btree_bytes(size_of::<(CellKey, Bytes)>());
+/// Bytes of a slot of a small row's vector.
+const SMALL_CELL_SLOT: usize = size_of::<(CellKey, Bytes)>();
 
 /// A key part held inline when it fits in `N` bytes, else shared.
 #[derive(Debug, Clone)]
@@ -141,20 +153,34 @@ enum RowCells {
 }
 
 impl RowCells {
-    fn insert(&mut self, key: CellKey, value: Bytes) {
+    /// Inserts a cell; returns the bytes the row's structure grew by.
+    fn insert(&mut self, key: CellKey, value: Bytes) -> usize {
         match self {
             RowCells::Small(cells) => {
+                let before = cells.capacity();
                 match cells.binary_search_by(|(k, _)| k.cmp(&key)) {
                     Ok(i) => cells[i].1 = value,
-                    Err(i) => cells.insert(i, (key, value)),
+                    Err(i) => {
+                        // Doubling from one slot: most rows of tall tables
+                        // hold a few cells, and the default first
+                        // allocation of four would mostly sit empty.
+                        if cells.len() == cells.capacity() {
+                            cells.reserve_exact(cells.capacity().max(1));
+                        }
+                        cells.insert(i, (key, value));
+                    }
                 }
                 if cells.len() > SMALL_ROW {
+                    let n = cells.len();
                     *self = RowCells::Large(std::mem::take(cells).into_iter().collect());
+                    return (n * LARGE_CELL_OVERHEAD).saturating_sub(before * SMALL_CELL_SLOT);
                 }
+                (cells.capacity() - before) * SMALL_CELL_SLOT
             }
-            RowCells::Large(map) => {
-                map.insert(key, value);
-            }
+            RowCells::Large(map) => match map.insert(key, value) {
+                None => LARGE_CELL_OVERHEAD,
+                Some(_) => 0,
+            },
         }
     }
 
@@ -278,14 +304,16 @@ impl Memtable {
         let Tree { rows, arena } = &mut *guard;
         for r in records {
             let mut current: Option<(u32, &mut RowCells)> = None;
-            for e in &r.entries {
+            for (i, e) in r.entries.iter().enumerate() {
                 if current.as_ref().is_none_or(|(s, _)| *s != e.store) {
                     let key = RowKey { store: e.store, row: KeyBytes::new(r.row, arena) };
                     let cells = match rows.entry(key) {
                         std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
                         std::collections::btree_map::Entry::Vacant(v) => {
-                            bytes += ROW_OVERHEAD + r.row.len();
-                            v.insert(RowCells::Small(Vec::new()))
+                            // Room for this record's cells of the store at once.
+                            let n = r.entries[i..].iter().take_while(|x| x.store == e.store).count().min(SMALL_ROW);
+                            bytes += ROW_OVERHEAD + r.row.len() + n * SMALL_CELL_SLOT;
+                            v.insert(RowCells::Small(Vec::with_capacity(n)))
                         }
                     };
                     current = Some((e.store, cells));
@@ -297,9 +325,9 @@ impl Memtable {
                     kind: e.kind,
                 };
                 if let Some((_, cells)) = current.as_mut() {
-                    cells.insert(key, arena.copy(&e.value));
+                    bytes += cells.insert(key, arena.copy(&e.value));
                 }
-                bytes += CELL_OVERHEAD + e.qualifier.len() + e.value.len();
+                bytes += e.qualifier.len() + e.value.len();
                 max_seq = max_seq.max(e.seq);
             }
         }

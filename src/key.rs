@@ -144,7 +144,8 @@ impl EntryRef<'_> {
         compare_parts(self.parts(), other.parts())
     }
 
-    /// Bytes the entry stands for: key parts, value and 8 for the timestamp.
+    /// Bytes the entry stands for, but for its family's name (which the
+    /// caller knows and adds): row, qualifier, value and 8 for the timestamp.
     pub fn logical_size(&self) -> usize {
         self.row.len() + self.qualifier.len() + self.value.len() + 8
     }

@@ -60,6 +60,9 @@ pub struct FileInfo {
     pub size: u64,
     /// Whether the file may hold entries a dropped row range deletes.
     pub holds_dropped: bool,
+    /// Largest sequence number (0: every row in it was written out whole
+    /// by a compaction that saw all of the row's history).
+    pub max_seq: u64,
     /// Smallest row key.
     pub first_row: Bytes,
     /// Largest row key.
@@ -133,9 +136,14 @@ pub fn pick(files: &[FileInfo], gc_rule: &GcRule, now: i64, strategy: Compaction
     }
 }
 
-/// A compaction of every file of the store (GC applied, tombstones dropped).
-pub fn pick_full(files: &[FileInfo], strategy: CompactionStrategy) -> Option<Choice> {
-    if files.is_empty() {
+/// A compaction of every file of the store (GC applied, tombstones
+/// dropped); none if there are no files, or if they are already what it
+/// would write: each row whole in one file (sequence numbers all 0), no
+/// tombstone, no dropped range, and no GC rule that time could make
+/// collect more.
+pub fn pick_full(files: &[FileInfo], strategy: CompactionStrategy, gc_rule: &GcRule) -> Option<Choice> {
+    let compact = |f: &FileInfo| f.level >= 1 && f.max_seq == 0 && f.tombstones == 0 && !f.holds_dropped;
+    if files.is_empty() || (*gc_rule == GcRule::None && files.iter().all(compact)) {
         return None;
     }
     let inputs = files.iter().map(|f| f.file).collect();
@@ -235,6 +243,7 @@ mod tests {
             cells: 10,
             tombstones: 0,
             holds_dropped: false,
+            max_seq: 9,
         }
     }
 
@@ -270,6 +279,19 @@ mod tests {
         let strategy = CompactionStrategy::TimeWindow { window_micros: w };
         let choice = pick(&files, &GcRule::None, 0, strategy);
         assert_eq!(choice, Some(Choice::Merge { inputs: vec![1, 2, 3, 4, 11], layout: OutputLayout::Windows(w) }));
+    }
+
+    #[test]
+    fn a_full_compaction_of_files_already_fully_compacted_is_skipped() {
+        let mut files = vec![file(1, 2, 10, ("a", "f"), (0, 0)), file(2, 2, 10, ("g", "m"), (0, 0))];
+        let leveled = CompactionStrategy::Leveled;
+        let full = Some(Choice::Merge { inputs: vec![1, 2], layout: OutputLayout::Level(2) });
+        assert_eq!(pick_full(&files, leveled, &GcRule::None), full, "sequence numbers left");
+        files.iter_mut().for_each(|f| f.max_seq = 0);
+        assert_eq!(pick_full(&files, leveled, &GcRule::None), None);
+        assert_eq!(pick_full(&files, leveled, &GcRule::max_versions(1)), full, "a GC rule may collect more");
+        files[0].tombstones = 1;
+        assert_eq!(pick_full(&files, leveled, &GcRule::None), full);
     }
 
     #[test]

@@ -103,7 +103,7 @@ impl Core {
                 }
                 self.check_open()?;
                 let files = file_infos(&st, family.store);
-                let Some(choice) = picker::pick_full(&files, self.opts.compaction) else { continue };
+                let Some(choice) = picker::pick_full(&files, self.opts.compaction, &family.gc_rule) else { continue };
                 self.claim(&mut st, family.store, &family.name, &family.gc_rule, choice)
             };
             self.run_and_release(&task)?;
@@ -308,6 +308,7 @@ fn file_infos(st: &EngineState, store: u32) -> Vec<FileInfo> {
                 level: m.level,
                 size: m.size,
                 holds_dropped: st.manifest.drops.iter().any(|d| m.holds_dropped(d)),
+                max_seq: m.max_seq,
                 first_row: m.first_row.clone(),
                 last_row: m.last_row.clone(),
                 min_timestamp: props.min_timestamp,

@@ -426,6 +426,39 @@ mod tests {
         assert_eq!(ManifestState::decode(&Bytes::from(s.encode())).unwrap(), s);
     }
 
+    /// `state` as version 1 wrote it: no range drops, SSTable records
+    /// without `drops_applied`.
+    fn encode_version_1(state: &ManifestState) -> Vec<u8> {
+        let v2 = state.encode();
+        let mut out = MAGIC.to_vec();
+        out.extend_from_slice(&1u32.to_le_bytes());
+        let mut at = HEADER_LEN;
+        while at < v2.len() {
+            let len = u32::from_le_bytes(v2[at..at + 4].try_into().unwrap()) as usize;
+            let mut payload = v2[at + 8..at + 8 + len].to_vec();
+            if payload[0] == tag::SST {
+                payload.pop(); // drops_applied, one byte below 128
+            }
+            out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+            out.extend_from_slice(&crc32(&[&payload]).to_le_bytes());
+            out.extend_from_slice(&payload);
+            at += 8 + len;
+        }
+        out
+    }
+
+    #[test]
+    fn a_version_1_manifest_reads_as_version_2_without_drops() {
+        let mut s = sample();
+        s.drops.clear();
+        s.ssts.iter_mut().for_each(|m| m.drops_applied = 0);
+        assert_eq!(ManifestState::decode(&Bytes::from(encode_version_1(&s))).unwrap(), s);
+        let mut future = s.encode();
+        future[8] = 3;
+        let err = ManifestState::decode(&Bytes::from(future)).unwrap_err();
+        assert_eq!(err.0, 8, "an unknown version is refused at its offset: {}", err.1);
+    }
+
     #[test]
     fn the_deepest_rule_validation_accepts_round_trips() {
         let deep = (1..GcRule::MAX_DEPTH).fold(GcRule::max_versions(1), |r, _| GcRule::union([r]));

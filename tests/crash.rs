@@ -16,7 +16,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use cellardb::{Db, Durability, Filter, GcRule, Mutation, Options, RowRange, RowSet, Table, TimeRange};
-use common::model::{Model, ModelCell, ModelGc};
+use common::model::{Model, ModelCell, ModelGc, cells_of};
 
 const CHILD_DIR: &str = "CELLARDB_CRASH_CHILD";
 const CHILD_SEED: &str = "CELLARDB_CRASH_CHILD_SEED";
@@ -111,14 +111,7 @@ fn model_rows(model: &Model) -> Vec<Vec<ModelCell>> {
 }
 
 fn engine_rows(t: &Table) -> Vec<Vec<ModelCell>> {
-    let rows = t.read_rows(RowSet::from(RowRange::all()), &Filter::pass_all()).collect_rows().expect("read");
-    rows.iter()
-        .map(|r| {
-            r.cells()
-                .map(|(f, q, c)| (r.key.to_vec(), f.to_owned(), q.to_vec(), c.timestamp, c.value.to_vec()))
-                .collect()
-        })
-        .collect()
+    cells_of(&t.read_rows(RowSet::from(RowRange::all()), &Filter::pass_all()).collect_rows().expect("read"))
 }
 
 fn sst_files_in(dir: &Path) -> usize {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use cellardb::fs::MemFs;
 use cellardb::{Db, Filter, GcRule, Mutation, Options, RowRange, RowSet, Table, TimeRange};
-use common::model::{Model, ModelCell, ModelFilter, ModelGc};
+use common::model::{Model, ModelCell, ModelFilter, ModelGc, cells_of};
 
 /// SplitMix64, so a seed means the same run everywhere.
 struct Rng(u64);
@@ -182,14 +182,7 @@ fn engine_read(t: &Table, set: RowSet, f: &Filter, reverse: bool, limit: Option<
     if let Some(n) = limit {
         read = read.limit(n);
     }
-    let rows = read.collect_rows().expect("read");
-    rows.iter()
-        .map(|r| {
-            r.cells()
-                .map(|(f, q, c)| (r.key.to_vec(), f.to_owned(), q.to_vec(), c.timestamp, c.value.to_vec()))
-                .collect()
-        })
-        .collect()
+    cells_of(&read.collect_rows().expect("read"))
 }
 
 fn open(path: &Path, fs: &Option<MemFs>) -> (Db, Table) {

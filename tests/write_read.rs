@@ -400,3 +400,12 @@ fn stats_report_what_was_written_and_flushed() {
     assert_eq!((families[1].sst_files, families[1].cells, families[1].tombstones), (1, 0, 100));
     assert_eq!(s.flush_bytes_written, s.tables[0].sst_bytes());
 }
+
+#[test]
+fn logical_bytes_count_row_family_qualifier_value_and_timestamp() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("measurements", GcRule::none())]).unwrap();
+    t.mutate_row("row1", [Mutation::set_cell("measurements", "pressure", 1000, "95437")]).unwrap();
+    let expected = "row1".len() + "measurements".len() + "pressure".len() + "95437".len() + 8;
+    assert_eq!(db.stats().unwrap().logical_bytes_written, expected as u64);
+}

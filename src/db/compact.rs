@@ -285,8 +285,8 @@ impl Core {
     /// memtable started after it.
     pub(super) fn retire_drops(&self, st: &EngineState, next: &mut crate::manifest::ManifestState) {
         let oldest_log = st.imm.first().map_or_else(|| self.current().mem.wal_number(), |m| m.wal_number());
-        let ssts = next.ssts.clone();
-        next.drops.retain(|d| ssts.iter().any(|s| s.holds_dropped(d)) || oldest_log <= d.log_number);
+        let crate::manifest::ManifestState { ssts, drops, .. } = next;
+        drops.retain(|d| ssts.iter().any(|s| s.holds_dropped(d)) || oldest_log <= d.log_number);
     }
 }
 

@@ -171,9 +171,15 @@ impl Core {
         encode_record(encoded, &record);
         cs.next_seq += row.mutations.len() as u64;
         // As the workload defines it: row, family, qualifier, value, 8.
-        let family_len = |store| schema.family_of_store(store).map_or(0, str::len);
-        let logical: usize =
-            record.entries.iter().map(|e| e.entry_ref(record.row).logical_size() + family_len(e.store)).sum();
+        // A row mutation's entries come grouped by family: look each up once.
+        let mut family = (u32::MAX, 0);
+        let mut logical = 0;
+        for e in &record.entries {
+            if e.store != family.0 {
+                family = (e.store, schema.family_of_store(e.store).map_or(0, str::len));
+            }
+            logical += e.entry_ref(record.row).logical_size() + family.1;
+        }
         self.counters.add_logical(logical as u64);
         staged.push(record);
         Ok(())

@@ -208,3 +208,14 @@ fn before(hi: &Bound<Vec<u8>>, q: &[u8]) -> bool {
         Bound::Unbounded => true,
     }
 }
+
+/// Rows the engine read, as the model's cells.
+pub fn cells_of(rows: &[cellardb::Row]) -> Vec<Vec<ModelCell>> {
+    rows.iter()
+        .map(|r| {
+            r.cells()
+                .map(|(f, q, c)| (r.key.to_vec(), f.to_owned(), q.to_vec(), c.timestamp, c.value.to_vec()))
+                .collect()
+        })
+        .collect()
+}

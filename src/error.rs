@@ -60,6 +60,13 @@ pub enum Error {
     /// reopened, because the state of the log after a failed write is unknown.
     #[error("database refuses writes after an earlier failure: {0}")]
     Poisoned(String),
+    /// The database was opened read-only ([`crate::Options::open_read_only`]):
+    /// writes, schema changes, flushes and compactions are refused.
+    #[error("database {} is open read-only", path.display())]
+    ReadOnly {
+        /// The database directory.
+        path: PathBuf,
+    },
     /// The database was closed.
     #[error("database is closed")]
     Closed,

@@ -146,4 +146,25 @@ impl Options {
     pub fn open(self, path: impl AsRef<Path>) -> Result<Db> {
         Db::open_with(path.as_ref(), self)
     }
+
+    /// Opens the existing database in `path` to read it, beside a process
+    /// that may have it open for writing, as RocksDB's `OpenForReadOnly`.
+    ///
+    /// Nothing in the directory is created, changed or deleted, and the lock
+    /// is not taken: the view is the live SSTables plus the logs not yet
+    /// flushed, replayed into memory, as of the moment of opening. It does not
+    /// follow later writes (open again for a newer view). If the writer
+    /// flushes or compacts while the view is being gathered, gathering starts
+    /// over, so the view is always a consistent prefix of the writer's
+    /// history. A torn record at the end of the newest log is read as its
+    /// end (it is a write in flight), and the file is left as it is. Writes,
+    /// schema changes, `flush` and `compact_table` fail with
+    /// `Error::ReadOnly`; no background thread runs.
+    ///
+    /// # Errors
+    /// `Error::Io` (kind `NotFound`) if `path` holds no manifest,
+    /// `Error::Corruption` if the manifest, a log or a table fails its checks.
+    pub fn open_read_only(self, path: impl AsRef<Path>) -> Result<Db> {
+        Db::open_read_only_with(path.as_ref(), self)
+    }
 }

@@ -160,7 +160,7 @@ impl Core {
     /// manifest, then publishes it. Files no longer listed become obsolete
     /// (deleted once no read holds them).
     fn update_schema<T>(&self, change: impl FnOnce(&mut ManifestState) -> Result<T>) -> Result<T> {
-        self.check_open()?;
+        self.check_writable()?;
         let cs = self.commit.lock();
         let mut st = self.state.lock();
         let mut next = st.manifest.clone();
@@ -207,7 +207,7 @@ impl Core {
     /// Records a dropped range of rows for every family of the table, with
     /// the next sequence number: every entry written before it is deleted.
     fn drop_rows(&self, table: u32, table_name: &str, span: KeySpan) -> Result<()> {
-        self.check_open()?;
+        self.check_writable()?;
         if span.is_empty() {
             return Ok(());
         }

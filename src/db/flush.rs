@@ -47,7 +47,7 @@ impl Core {
     /// Freezes the memtable (if it holds anything) and waits for every
     /// frozen memtable to be flushed.
     pub(crate) fn flush(&self) -> Result<()> {
-        self.check_open()?;
+        self.check_writable()?;
         {
             let mut cs = self.commit.lock();
             if let Some(why) = &cs.poisoned {

@@ -61,7 +61,8 @@ pub(crate) struct Core {
     opts: Options,
     fs: Arc<dyn Fs>,
     cache: Arc<BlockCache>,
-    _lock: FileLock,
+    /// `None` when open read-only: then another process may hold the lock.
+    _lock: Option<FileLock>,
     commit: Mutex<CommitState>,
     queue: Mutex<WriteQueue>,
     queue_cv: Condvar,
@@ -82,7 +83,8 @@ pub(crate) struct Core {
 /// What the write path owns: the log, the memtable taking writes, the next
 /// sequence number, and whether an earlier failure forbids writing.
 pub(crate) struct CommitState {
-    wal: WalWriter,
+    /// `None` when open read-only.
+    wal: Option<WalWriter>,
     mem: Arc<Memtable>,
     next_seq: u64,
     poisoned: Option<String>,
@@ -124,6 +126,25 @@ impl Db {
         Ok(Db { handle: Arc::new(DbHandle { core, threads: Mutex::new(threads) }) })
     }
 
+    pub(crate) fn open_read_only_with(path: &Path, opts: Options) -> Result<Db> {
+        let core = Arc::new(open::open_read_only(path, opts)?);
+        Ok(Db { handle: Arc::new(DbHandle { core, threads: Mutex::new(Vec::new()) }) })
+    }
+
+    /// Opens the database in `path` read-only, with default options: see
+    /// [`Options::open_read_only`].
+    ///
+    /// # Errors
+    /// See [`Options::open_read_only`].
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Db> {
+        Options::default().open_read_only(path)
+    }
+
+    /// Whether the database was opened read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.core()._lock.is_none()
+    }
+
     pub(crate) fn core(&self) -> &Arc<Core> {
         &self.handle.core
     }
@@ -163,9 +184,8 @@ impl DbHandle {
         for t in std::mem::take(&mut *self.threads.lock()) {
             let _ = t.join();
         }
-        if first {
-            let mut cs = core.commit.lock();
-            cs.wal.sync()?;
+        if first && let Some(wal) = core.commit.lock().wal.as_mut() {
+            wal.sync()?;
         }
         Ok(())
     }
@@ -202,6 +222,13 @@ impl Core {
 
     fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) { Err(Error::Closed) } else { Ok(()) }
+    }
+
+    /// `check_open`, and refuses anything that would change the directory
+    /// of a database open read-only.
+    fn check_writable(&self) -> Result<()> {
+        self.check_open()?;
+        if self._lock.is_none() { Err(Error::ReadOnly { path: self.dir.clone() }) } else { Ok(()) }
     }
 
     /// Records the error a background flush or compaction failed with:

@@ -12,6 +12,14 @@
 //!    delete the replayed logs.
 //!
 //! Every step can be interrupted by a crash and redone from the start.
+//!
+//! A read-only open ([`open_read_only`]) does steps 2 and 4 only, into
+//! memory, and takes no lock: it reads the manifest, opens its SSTables,
+//! replays the live logs, and reads the manifest again, starting over if a
+//! writer changed it meanwhile (a flush may have deleted a log before it was
+//! listed). With the manifest unchanged, every log it names was still there
+//! when listed, so the view is the files plus a prefix of the logs: a prefix
+//! of the writer's history.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -25,6 +33,7 @@ use super::stats::{Counters, RecoveryReport};
 use super::version::{Schema, SstHandle, SuperVersion};
 use super::{CommitState, Core, EngineState};
 use crate::cache::BlockCache;
+use crate::fs::FileLock;
 use crate::manifest::{self, ManifestState};
 use crate::memtable::Memtable;
 use crate::options::{Durability, Options, RecoveryMode};
@@ -64,41 +73,24 @@ pub(super) fn recover(dir: &Path, opts: Options) -> Result<Core> {
         names.iter().filter_map(|n| parse_number(n, ".log").or_else(|| parse_number(n, ".sst"))).max().unwrap_or(0);
     state.next_file = state.next_file.max(max_seen + 1);
 
-    let mut handles = HashMap::new();
-    for meta in &state.ssts {
-        let path = dir.join(sst::file_name(meta.file));
-        let data = fs.map(&path).map_err(|e| Error::io(&path, e))?;
-        let reader = SstReader::open(&path, data, meta.file)?;
-        handles.insert(meta.file, Arc::new(SstHandle::new(reader, meta.clone(), fs.clone(), cache.clone())));
-    }
+    let handles = open_tables(dir, &fs, &state, &cache)?;
 
     let replayed = Arc::new(Memtable::new(0));
     let mut last_seq = state.last_seq;
-    for (i, &number) in logs.iter().enumerate() {
-        let path = dir.join(wal::file_name(number));
-        let data = fs.read(&path).map_err(|e| Error::io(&path, e))?;
-        let tolerate = opts.recovery == RecoveryMode::TolerateCorruptTail && i + 1 == logs.len();
-        let stats = WalReader::new(&path, &data).replay(tolerate, |record| {
-            last_seq = last_seq.max(record.entries.iter().map(|e| e.seq).max().unwrap_or(0));
-            replayed.insert(std::slice::from_ref(&record));
-            Ok(())
-        })?;
-        report.logs_replayed += 1;
-        report.records_replayed += stats.records;
-        if let Some(torn) = stats.torn_tail {
-            // Make the cut permanent before anything else happens: were this
-            // open to fail later, this log would no longer be the newest, and
-            // its damage would then read as corruption.
-            fs.truncate(&path, torn.offset).map_err(|e| Error::io(&path, e))?;
-            log::warn!(
-                "cellardb: log {} ends in a damaged record at offset {} ({}); cut {} bytes there",
-                torn.file.display(),
-                torn.offset,
-                torn.what,
-                torn.dropped_bytes
-            );
-            report.torn_tails.push(torn);
-        }
+    if let Some(torn) = replay_logs(dir, &opts, &logs, &replayed, &mut last_seq, &mut report)? {
+        // Make the cut permanent before anything else happens: were this
+        // open to fail later, this log would no longer be the newest, and
+        // its damage would then read as corruption.
+        let path = &torn.file;
+        fs.truncate(path, torn.offset).map_err(|e| Error::io(path, e))?;
+        log::warn!(
+            "cellardb: log {} ends in a damaged record at offset {} ({}); cut {} bytes there",
+            torn.file.display(),
+            torn.offset,
+            torn.what,
+            torn.dropped_bytes
+        );
+        report.torn_tails.push(torn);
     }
 
     let log_number = state.next_file;
@@ -107,49 +99,188 @@ pub(super) fn recover(dir: &Path, opts: Options) -> Result<Core> {
     if opts.durability == Durability::Sync {
         fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
     }
-    let mem = Arc::new(Memtable::new(log_number));
-    let sv = SuperVersion {
-        mem: mem.clone(),
-        imm: Vec::new(),
-        files: HashMap::new(),
-        drops: HashMap::new(),
-        schema: Arc::new(Schema { tables: state.tables.clone() }),
-    };
-    let core = Core {
-        dir: dir.to_path_buf(),
-        fs,
-        cache,
-        _lock: lock,
-        commit: Mutex::new(CommitState {
-            wal,
-            mem: mem.clone(),
-            next_seq: last_seq + 1,
-            poisoned: None,
-            encoded: Vec::new(),
-        }),
-        queue: Mutex::new(super::write::WriteQueue::default()),
-        queue_cv: Condvar::new(),
-        state: Mutex::new(EngineState {
-            manifest: state,
-            handles,
-            imm: Vec::new(),
-            bg_error: None,
-            shutting_down: false,
-            busy: std::collections::HashSet::new(),
-            compaction_requested: true,
-        }),
-        state_cv: Condvar::new(),
-        current: RwLock::new(Arc::new(sv)),
-        visible_seq: AtomicU64::new(last_seq),
-        closed: AtomicBool::new(false),
-        bg_failed: AtomicBool::new(false),
-        l0_files: std::sync::atomic::AtomicUsize::new(0),
-        recovery: report,
-        counters: Counters::default(),
-        opts,
-    };
+    let parts = Parts { state, handles, cache, report, last_seq };
+    let core = Core::assemble(dir, opts, Some(lock), Some(wal), Arc::new(Memtable::new(log_number)), parts);
     core.finish_recovery(&replayed, log_number, last_seq)?;
     Ok(core)
+}
+
+/// What an open gathered before the engine starts.
+struct Parts {
+    state: ManifestState,
+    handles: HashMap<u64, Arc<SstHandle>>,
+    cache: Arc<BlockCache>,
+    report: RecoveryReport,
+    last_seq: u64,
+}
+
+impl Core {
+    /// The engine over `parts`, with `mem` taking writes (or, read-only,
+    /// holding what the logs replayed) and the view published.
+    fn assemble(
+        dir: &Path,
+        opts: Options,
+        lock: Option<FileLock>,
+        wal: Option<WalWriter>,
+        mem: Arc<Memtable>,
+        parts: Parts,
+    ) -> Core {
+        let Parts { state, handles, cache, report, last_seq } = parts;
+        let sv = SuperVersion {
+            mem: mem.clone(),
+            imm: Vec::new(),
+            files: HashMap::new(),
+            drops: HashMap::new(),
+            schema: Arc::new(Schema { tables: state.tables.clone() }),
+        };
+        let core = Core {
+            dir: dir.to_path_buf(),
+            fs: opts.fs.clone(),
+            cache,
+            _lock: lock,
+            commit: Mutex::new(CommitState {
+                wal,
+                mem: mem.clone(),
+                next_seq: last_seq + 1,
+                poisoned: None,
+                encoded: Vec::new(),
+            }),
+            queue: Mutex::new(super::write::WriteQueue::default()),
+            queue_cv: Condvar::new(),
+            state: Mutex::new(EngineState {
+                manifest: state,
+                handles,
+                imm: Vec::new(),
+                bg_error: None,
+                shutting_down: false,
+                busy: std::collections::HashSet::new(),
+                compaction_requested: true,
+            }),
+            state_cv: Condvar::new(),
+            current: RwLock::new(Arc::new(sv)),
+            visible_seq: AtomicU64::new(last_seq),
+            closed: AtomicBool::new(false),
+            bg_failed: AtomicBool::new(false),
+            l0_files: std::sync::atomic::AtomicUsize::new(0),
+            recovery: report,
+            counters: Counters::default(),
+            opts,
+        };
+        core.install(&core.state.lock(), mem);
+        core
+    }
+}
+
+/// How many times a read-only open gathers its view before giving up on a
+/// writer that keeps changing the manifest under it.
+const READ_ONLY_ATTEMPTS: u32 = 20;
+
+/// Opens the database in `dir` without changing anything in it.
+pub(super) fn open_read_only(dir: &Path, opts: Options) -> Result<Core> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match gather_read_only(dir, &opts) {
+            Ok(Some((parts, mem))) => return Ok(Core::assemble(dir, opts, None, None, mem, parts)),
+            // The writer flushed or compacted meanwhile: gather again.
+            Ok(None) if attempt < READ_ONLY_ATTEMPTS => {}
+            Err(e) if attempt < READ_ONLY_ATTEMPTS && may_be_a_race(&e) => {}
+            Ok(None) => {
+                let what = format!("the manifest changed {attempt} times while the view was gathered");
+                return Err(Error::io(dir.join(manifest::FILE_NAME), std::io::Error::other(what)));
+            }
+            Err(e) => return Err(e),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5 * u64::from(attempt)));
+    }
+}
+
+/// An error a concurrent writer can cause while a view is gathered: a file
+/// deleted by a flush or compaction, or a log record being written.
+fn may_be_a_race(e: &Error) -> bool {
+    match e {
+        Error::Io { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
+        Error::Corruption { file, .. } => parse_number(&file_name_of(file), ".log").is_some(),
+        _ => false,
+    }
+}
+
+fn file_name_of(path: &Path) -> String {
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// Reads the manifest, opens its SSTables and replays the live logs, then
+/// reads the manifest again: `None` if it changed meanwhile (a flush may
+/// then have deleted a log before it was listed, and the view would not be
+/// a prefix of history).
+fn gather_read_only(dir: &Path, opts: &Options) -> Result<Option<(Parts, Arc<Memtable>)>> {
+    let fs = &opts.fs;
+    let manifest_path = dir.join(manifest::FILE_NAME);
+    let before = fs.read(&manifest_path).map_err(|e| Error::io(&manifest_path, e))?;
+    let state = ManifestState::decode(&bytes::Bytes::from(before.clone()))
+        .map_err(|(offset, what)| Error::corruption(&manifest_path, offset as u64, what))?;
+    let names = fs.list(dir).map_err(|e| Error::io(dir, e))?;
+    let mut logs: Vec<u64> =
+        names.iter().filter_map(|n| parse_number(n, ".log")).filter(|&n| n >= state.log_number).collect();
+    logs.sort_unstable();
+    let cache = Arc::new(BlockCache::new(opts.block_cache_size));
+    let handles = open_tables(dir, fs, &state, &cache)?;
+    let mem = Arc::new(Memtable::new(0));
+    let mut last_seq = state.last_seq;
+    let mut report = RecoveryReport::default();
+    // A torn tail here is most likely a record being written: left as it is.
+    let torn = replay_logs(dir, opts, &logs, &mem, &mut last_seq, &mut report)?;
+    report.torn_tails.extend(torn);
+    let after = fs.read(&manifest_path).map_err(|e| Error::io(&manifest_path, e))?;
+    if after != before {
+        return Ok(None);
+    }
+    Ok(Some((Parts { state, handles, cache, report, last_seq }, mem)))
+}
+
+/// Replays `logs` in order into `into`, raising `last_seq` to the highest
+/// sequence number met and counting what was replayed in `report`. Returns
+/// the torn tail of the newest log, which the recovery mode may tolerate.
+fn replay_logs(
+    dir: &Path,
+    opts: &Options,
+    logs: &[u64],
+    into: &Memtable,
+    last_seq: &mut u64,
+    report: &mut RecoveryReport,
+) -> Result<Option<wal::TornTail>> {
+    let mut torn = None;
+    for (i, &number) in logs.iter().enumerate() {
+        let path = dir.join(wal::file_name(number));
+        let data = opts.fs.read(&path).map_err(|e| Error::io(&path, e))?;
+        let tolerate = opts.recovery == RecoveryMode::TolerateCorruptTail && i + 1 == logs.len();
+        let stats = WalReader::new(&path, &data).replay(tolerate, |record| {
+            *last_seq = (*last_seq).max(record.entries.iter().map(|e| e.seq).max().unwrap_or(0));
+            into.insert(std::slice::from_ref(&record));
+            Ok(())
+        })?;
+        report.logs_replayed += 1;
+        report.records_replayed += stats.records;
+        torn = stats.torn_tail;
+    }
+    Ok(torn)
+}
+
+/// Opens every SSTable the manifest lists.
+fn open_tables(
+    dir: &Path,
+    fs: &Arc<dyn crate::fs::Fs>,
+    state: &ManifestState,
+    cache: &Arc<BlockCache>,
+) -> Result<HashMap<u64, Arc<SstHandle>>> {
+    let mut handles = HashMap::new();
+    for meta in &state.ssts {
+        let path = dir.join(sst::file_name(meta.file));
+        let data = fs.map(&path).map_err(|e| Error::io(&path, e))?;
+        let reader = SstReader::open(&path, data, meta.file)?;
+        handles.insert(meta.file, Arc::new(SstHandle::new(reader, meta.clone(), fs.clone(), cache.clone())));
+    }
+    Ok(handles)
 }
 
 /// Sorts the directory's files: returns the logs to replay in order, and

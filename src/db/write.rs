@@ -115,7 +115,7 @@ impl Core {
 
     fn commit_locked(&self, cs: &mut CommitState, group: &[&[RowWrite]]) -> Vec<Vec<Result<()>>> {
         let refuse = |e: Error| group.iter().map(|rows| rows.iter().map(|_| Err(e.clone())).collect()).collect();
-        if let Err(e) = self.check_open() {
+        if let Err(e) = self.check_writable() {
             return refuse(e);
         }
         if let Some(why) = &cs.poisoned {
@@ -186,9 +186,10 @@ impl Core {
     }
 
     fn log_and_apply(&self, cs: &mut CommitState, encoded: &[u8], staged: &[RowRecord<'_>]) -> Result<()> {
-        cs.wal.append(encoded)?;
+        let wal = cs.wal.as_mut().ok_or_else(|| Error::ReadOnly { path: self.dir.clone() })?;
+        wal.append(encoded)?;
         if self.opts.durability == Durability::Sync {
-            cs.wal.sync()?;
+            wal.sync()?;
         }
         self.counters.add_wal(encoded.len() as u64);
         cs.mem.insert(staged);
@@ -222,13 +223,14 @@ impl Core {
         if let Some(e) = &st.bg_error {
             return Err(e.clone());
         }
+        let old = cs.wal.as_mut().ok_or_else(|| Error::ReadOnly { path: self.dir.clone() })?;
         let number = self.next_file_number(&mut st);
-        cs.wal.sync()?;
+        old.sync()?;
         let wal = WalWriter::create(&*self.fs, &self.dir, number, self.opts.memtable_size)?;
         if self.opts.durability == Durability::Sync {
             self.fs.sync_dir(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
         }
-        cs.wal = wal;
+        cs.wal = Some(wal);
         let frozen = std::mem::replace(&mut cs.mem, Arc::new(Memtable::new(number)));
         st.imm.push(frozen);
         self.install(&st, cs.mem.clone());

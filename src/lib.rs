@@ -44,7 +44,7 @@ mod error;
 pub mod fs;
 mod iter;
 pub mod key;
-mod manifest;
+pub mod manifest;
 mod memtable;
 mod model;
 mod options;

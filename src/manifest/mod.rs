@@ -5,6 +5,9 @@
 //! `MANIFEST` and syncs the directory. A rename is atomic, so after a crash
 //! the manifest is either the old state or the new one, never a mix; there
 //! is no log to repair. Layout in `docs/format/manifest.md`.
+//!
+//! Public so that tools can read it ([`Records`] walks a file record by
+//! record, with offsets); the engine alone writes it.
 
 mod records;
 
@@ -12,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 
-pub use records::{FamilyMeta, ManifestState, RangeDrop, SstMeta, TableMeta};
+pub use records::{FamilyMeta, ManifestState, RangeDrop, Record, Records, SstMeta, TableMeta};
 
 use crate::fs::Fs;
 use crate::{Error, Result};

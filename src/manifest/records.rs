@@ -196,6 +196,91 @@ impl ManifestState {
 
     /// Decodes a manifest file; on failure, the offset and what was wrong.
     pub fn decode(data: &Bytes) -> Result<ManifestState, (usize, String)> {
+        let mut state = ManifestState::default();
+        for record in Records::new(data)? {
+            state.apply(record?.1);
+        }
+        Ok(state)
+    }
+
+    fn apply(&mut self, record: Record) {
+        match record {
+            Record::Counters { next_file, next_store, next_table, last_seq, log_number } => {
+                (self.next_file, self.next_store, self.next_table) = (next_file, next_store, next_table);
+                (self.last_seq, self.log_number) = (last_seq, log_number);
+            }
+            Record::Table { id, name } => self.tables.push(TableMeta { id, name, families: Vec::new() }),
+            Record::Family { table, family } => {
+                if let Some(t) = self.tables.iter_mut().find(|t| t.id == table) {
+                    t.families.push(family);
+                }
+            }
+            Record::Sst(meta) => self.ssts.push(meta),
+            Record::RangeDrop(drop) => self.drops.push(drop),
+            Record::End { .. } => {}
+        }
+    }
+}
+
+/// One record of the manifest file, as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    /// The counters (tag 1).
+    Counters {
+        /// Next number for a log or SSTable file.
+        next_file: u64,
+        /// Next store id.
+        next_store: u32,
+        /// Next table id.
+        next_table: u32,
+        /// Highest sequence number held in an SSTable.
+        last_seq: u64,
+        /// Logs numbered below this are flushed and obsolete.
+        log_number: u64,
+    },
+    /// A table (tag 2).
+    Table {
+        /// Id.
+        id: u32,
+        /// Name.
+        name: String,
+    },
+    /// A column family of a table listed before it (tag 3).
+    Family {
+        /// The table's id.
+        table: u32,
+        /// The family.
+        family: FamilyMeta,
+    },
+    /// A live SSTable (tag 4).
+    Sst(SstMeta),
+    /// A dropped row range (tag 6).
+    RangeDrop(RangeDrop),
+    /// The end (tag 5).
+    End {
+        /// Records before it.
+        records: u64,
+    },
+}
+
+/// The records of a manifest file in order, each with the offset of its
+/// header, checked as `ManifestState::decode` checks them. After an error
+/// it yields nothing more.
+pub struct Records<'a> {
+    cursor: Cursor<'a>,
+    version: u32,
+    records: u64,
+    tables: Vec<u32>,
+    done: bool,
+}
+
+impl<'a> Records<'a> {
+    /// Checks the header of `data`, a manifest file.
+    ///
+    /// # Errors
+    /// The offset and what was wrong, if the magic or version is not a
+    /// manifest's.
+    pub fn new(data: &'a [u8]) -> Result<Records<'a>, (usize, String)> {
         if data.len() < HEADER_LEN || &data[..8] != MAGIC {
             return Err((0, "not a cellardb manifest: bad magic".into()));
         }
@@ -203,106 +288,124 @@ impl ManifestState {
         if !(OLDEST_VERSION..=VERSION).contains(&version) {
             return Err((8, format!("manifest format version {version}, expected {OLDEST_VERSION} to {VERSION}")));
         }
-        let mut state = ManifestState::default();
-        let mut c = Cursor::new(data);
-        c.bytes(HEADER_LEN, "header").map_err(|e| (e.offset, e.what.to_owned()))?;
-        let mut records = 0u64;
-        loop {
-            let at = c.position();
-            let fail = |what: String| (at, what);
-            let len = c.u32_le("record length").map_err(|_| fail("manifest ends without its end record".into()))?;
-            let crc = c.u32_le("record checksum").map_err(|_| fail("record header cut short".into()))?;
-            let payload =
-                c.bytes(len as usize, "record").map_err(|_| fail("record runs past the end of the file".into()))?;
-            if crc32(&[payload]) != crc {
-                return Err(fail("record checksum mismatch".into()));
-            }
-            let body_at = at + 8;
-            let done = state
-                .apply_record(payload, records, version)
-                .map_err(|e| (body_at + e.offset, format!("record does not decode: {}", e.what)))?;
-            records += 1;
-            if done {
-                break;
-            }
-        }
-        if !c.is_empty() {
-            return Err((c.position(), "bytes after the end record".into()));
-        }
-        Ok(state)
+        let mut cursor = Cursor::new(data);
+        cursor.bytes(HEADER_LEN, "header").map_err(|e| (e.offset, e.what.to_owned()))?;
+        Ok(Records { cursor, version, records: 0, tables: Vec::new(), done: false })
     }
 
-    /// Applies one record; true for the end record.
-    fn apply_record(&mut self, payload: &[u8], records_before: u64, version: u32) -> Result<bool, DecodeError> {
-        let mut c = Cursor::new(payload);
-        let u32_of = |c: &mut Cursor<'_>, what| {
-            let at = c.position();
-            u32::try_from(c.varint(what)?).map_err(|_| DecodeError { offset: at, what })
-        };
-        let string = |c: &mut Cursor<'_>, what| {
-            let at = c.position();
-            String::from_utf8(c.length_prefixed(what)?.to_vec()).map_err(|_| DecodeError { offset: at, what })
-        };
-        match c.u8("record tag")? {
-            tag::COUNTERS => {
-                self.next_file = c.varint("next file")?;
-                self.next_store = u32_of(&mut c, "next store")?;
-                self.next_table = u32_of(&mut c, "next table")?;
-                self.last_seq = c.varint("last sequence")?;
-                self.log_number = c.varint("log number")?;
-            }
-            tag::TABLE => {
-                let id = u32_of(&mut c, "table id")?;
-                let name = string(&mut c, "table name")?;
-                self.tables.push(TableMeta { id, name, families: Vec::new() });
-            }
-            tag::FAMILY => {
-                let table = u32_of(&mut c, "family's table id")?;
-                let store = u32_of(&mut c, "store id")?;
-                let name = string(&mut c, "family name")?;
-                let gc_rule = decode_gc_rule(&mut c, 1)?;
-                let t = self.tables.iter_mut().find(|t| t.id == table).ok_or(c.error("family of an unknown table"))?;
-                t.families.push(FamilyMeta { name, store, gc_rule });
-            }
-            tag::SST => {
-                let store = u32_of(&mut c, "store id")?;
-                let file = c.varint("file number")?;
-                let level = c.u8("level")?;
-                let size = c.varint("file size")?;
-                let first_row = Bytes::copy_from_slice(c.length_prefixed("first row")?);
-                let last_row = Bytes::copy_from_slice(c.length_prefixed("last row")?);
-                let min_seq = c.varint("min sequence")?;
-                let max_seq = c.varint("max sequence")?;
-                let drops_applied = if version >= 2 { c.varint("drops applied")? } else { 0 };
-                let meta = SstMeta { store, file, level, size, first_row, last_row, min_seq, max_seq, drops_applied };
-                self.ssts.push(meta);
-            }
-            tag::RANGE_DROP if version >= 2 => {
-                let store = u32_of(&mut c, "store id")?;
-                let start = Bytes::copy_from_slice(c.length_prefixed("range start")?);
-                let end = match c.u8("range end marker")? {
-                    0 => None,
-                    1 => Some(Bytes::copy_from_slice(c.length_prefixed("range end")?)),
-                    _ => return Err(c.error("range end marker")),
-                };
-                let seq = c.varint("drop sequence")?;
-                let log_number = c.varint("drop log number")?;
-                self.drops.push(RangeDrop { store, start, end, seq, log_number });
-            }
-            tag::END => {
-                let at = c.position();
-                if c.varint("record count")? != records_before {
-                    return Err(DecodeError { offset: at, what: "record count differs from the records read" });
-                }
-                return Ok(true);
-            }
-            _ => return Err(DecodeError { offset: 0, what: "unknown record tag" }),
-        }
-        if !c.is_empty() {
-            return Err(c.error("end of record"));
-        }
-        Ok(false)
+    /// The file's format version.
+    pub fn version(&self) -> u32 {
+        self.version
     }
+
+    fn next_record(&mut self) -> Result<(usize, Record), (usize, String)> {
+        let c = &mut self.cursor;
+        let at = c.position();
+        let fail = |what: String| (at, what);
+        let len = c.u32_le("record length").map_err(|_| fail("manifest ends without its end record".into()))?;
+        let crc = c.u32_le("record checksum").map_err(|_| fail("record header cut short".into()))?;
+        let payload =
+            c.bytes(len as usize, "record").map_err(|_| fail("record runs past the end of the file".into()))?;
+        if crc32(&[payload]) != crc {
+            return Err(fail("record checksum mismatch".into()));
+        }
+        let record = decode_record(payload, self.records, self.version, &self.tables)
+            .map_err(|e| (at + 8 + e.offset, format!("record does not decode: {}", e.what)))?;
+        self.records += 1;
+        match &record {
+            Record::Table { id, .. } => self.tables.push(*id),
+            Record::End { .. } if !self.cursor.is_empty() => {
+                let after = self.cursor.position();
+                return Err((after, "bytes after the end record".into()));
+            }
+            Record::End { .. } => self.done = true,
+            _ => {}
+        }
+        Ok((at, record))
+    }
+}
+
+impl Iterator for Records<'_> {
+    type Item = Result<(usize, Record), (usize, String)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let next = self.next_record();
+        self.done |= next.is_err();
+        Some(next)
+    }
+}
+
+/// Decodes one record's payload; `tables` are the ids of the tables before it.
+fn decode_record(payload: &[u8], records_before: u64, version: u32, tables: &[u32]) -> Result<Record, DecodeError> {
+    let mut c = Cursor::new(payload);
+    let u32_of = |c: &mut Cursor<'_>, what| {
+        let at = c.position();
+        u32::try_from(c.varint(what)?).map_err(|_| DecodeError { offset: at, what })
+    };
+    let string = |c: &mut Cursor<'_>, what| {
+        let at = c.position();
+        String::from_utf8(c.length_prefixed(what)?.to_vec()).map_err(|_| DecodeError { offset: at, what })
+    };
+    let record = match c.u8("record tag")? {
+        tag::COUNTERS => Record::Counters {
+            next_file: c.varint("next file")?,
+            next_store: u32_of(&mut c, "next store")?,
+            next_table: u32_of(&mut c, "next table")?,
+            last_seq: c.varint("last sequence")?,
+            log_number: c.varint("log number")?,
+        },
+        tag::TABLE => Record::Table { id: u32_of(&mut c, "table id")?, name: string(&mut c, "table name")? },
+        tag::FAMILY => {
+            let table = u32_of(&mut c, "family's table id")?;
+            let store = u32_of(&mut c, "store id")?;
+            let name = string(&mut c, "family name")?;
+            let gc_rule = decode_gc_rule(&mut c, 1)?;
+            if !tables.contains(&table) {
+                return Err(c.error("family of an unknown table"));
+            }
+            Record::Family { table, family: FamilyMeta { name, store, gc_rule } }
+        }
+        tag::SST => {
+            let store = u32_of(&mut c, "store id")?;
+            let file = c.varint("file number")?;
+            let level = c.u8("level")?;
+            let size = c.varint("file size")?;
+            let first_row = Bytes::copy_from_slice(c.length_prefixed("first row")?);
+            let last_row = Bytes::copy_from_slice(c.length_prefixed("last row")?);
+            let min_seq = c.varint("min sequence")?;
+            let max_seq = c.varint("max sequence")?;
+            let drops_applied = if version >= 2 { c.varint("drops applied")? } else { 0 };
+            Record::Sst(SstMeta { store, file, level, size, first_row, last_row, min_seq, max_seq, drops_applied })
+        }
+        tag::RANGE_DROP if version >= 2 => {
+            let store = u32_of(&mut c, "store id")?;
+            let start = Bytes::copy_from_slice(c.length_prefixed("range start")?);
+            let end = match c.u8("range end marker")? {
+                0 => None,
+                1 => Some(Bytes::copy_from_slice(c.length_prefixed("range end")?)),
+                _ => return Err(c.error("range end marker")),
+            };
+            let seq = c.varint("drop sequence")?;
+            let log_number = c.varint("drop log number")?;
+            Record::RangeDrop(RangeDrop { store, start, end, seq, log_number })
+        }
+        tag::END => {
+            let at = c.position();
+            let records = c.varint("record count")?;
+            if records != records_before {
+                return Err(DecodeError { offset: at, what: "record count differs from the records read" });
+            }
+            Record::End { records }
+        }
+        _ => return Err(DecodeError { offset: 0, what: "unknown record tag" }),
+    };
+    if !c.is_empty() {
+        return Err(c.error("end of record"));
+    }
+    Ok(record)
 }
 
 fn drop_record(d: &RangeDrop) -> Vec<u8> {

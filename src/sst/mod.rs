@@ -22,7 +22,7 @@ mod writer;
 pub use block::DecodedBlock;
 pub use iter::SstIter;
 pub use props::Properties;
-pub use reader::SstReader;
+pub use reader::{CheckReport, SstReader};
 pub use writer::{SstOptions, SstSummary, SstWriter};
 
 /// The file name of SSTable number `n`.

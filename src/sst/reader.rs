@@ -26,6 +26,7 @@ pub struct SstReader {
     path: PathBuf,
     id: u64,
     data: Bytes,
+    footer: Footer,
     index: Vec<IndexEntry>,
     bloom: Bytes,
     props: Properties,
@@ -50,6 +51,7 @@ impl SstReader {
             path: path.to_path_buf(),
             id,
             data,
+            footer,
             index: Vec::new(),
             bloom: Bytes::new(),
             props: Properties::default(),
@@ -81,6 +83,11 @@ impl SstReader {
     /// The properties block.
     pub fn props(&self) -> &Properties {
         &self.props
+    }
+
+    /// The footer: where the index, filter and properties blocks are.
+    pub fn footer(&self) -> &Footer {
+        &self.footer
     }
 
     /// The index: one entry per data block.
@@ -162,27 +169,86 @@ impl SstReader {
     /// # Errors
     /// `Error::Corruption` naming the offset of the first bad block.
     pub fn verify(&self) -> Result<u64> {
+        let report = self.check();
+        match report.faults.into_iter().next() {
+            Some(fault) => Err(fault),
+            None => Ok(report.entries),
+        }
+    }
+
+    /// Reads and decodes every block, checking its checksum, that keys
+    /// strictly increase within and across blocks, that each block agrees
+    /// with its index entry, and that the entries add up to the properties'
+    /// counts. Unlike [`SstReader::verify`] it goes on past a bad block, so
+    /// it reports every fault (each `Error::Corruption` with its offset).
+    pub fn check(&self) -> CheckReport {
+        let mut report = CheckReport::default();
         let mut last: Option<crate::key::Entry> = None;
-        let mut count = 0u64;
         for (i, ie) in self.index.iter().enumerate() {
-            let block = self.block(i, None)?;
-            let fault = |what: &str| Error::corruption(&self.path, ie.handle.offset, what);
+            let fault = |what: String| Error::corruption(&self.path, ie.handle.offset, what);
+            let block = match self.block(i, None) {
+                Ok(block) => block,
+                Err(e) => {
+                    report.faults.push(e);
+                    // Keys after a bad block are compared with its index key.
+                    last = Some(crate::key::Entry { key: ie.last_key.clone(), value: Bytes::new() });
+                    continue;
+                }
+            };
+            report.blocks += 1;
             let mut prev = last.as_ref().map(crate::key::Entry::as_ref);
-            for e in block.entries() {
+            for (j, e) in block.entries().enumerate() {
                 if prev.is_some_and(|p| p.cmp_key(&e).is_ge()) {
-                    return Err(fault("keys out of order"));
+                    report.faults.push(fault(format!("block {i}: entry {j} is not after the entry before it")));
                 }
                 prev = Some(e);
             }
             let block_last = block.entry(block.len().wrapping_sub(1));
-            if block_last.is_none_or(|l| l.cmp_internal(&ie.last_key).is_ne()) || block.len() != ie.entries as usize {
-                return Err(fault("block disagrees with its index entry"));
+            if block_last.is_none_or(|l| l.cmp_internal(&ie.last_key).is_ne()) {
+                report.faults.push(fault(format!("block {i}: its last key differs from its index entry's")));
+            }
+            if block.len() != ie.entries as usize {
+                let what = format!("block {i}: {} entries, its index entry says {}", block.len(), ie.entries);
+                report.faults.push(fault(what));
+            }
+            report.entries += block.len() as u64;
+            for e in block.entries() {
+                if e.kind.is_cell() {
+                    report.cells += 1;
+                }
             }
             last = block_last.map(|l| l.to_entry());
-            count += block.len() as u64;
         }
-        Ok(count)
+        if report.faults.is_empty() {
+            let (p, tombstones) = (&self.props, report.entries - report.cells);
+            if (p.cells, p.tombstones, p.data_blocks) != (report.cells, tombstones, self.index.len() as u64) {
+                let what = format!(
+                    "properties count {} cells, {} tombstones, {} blocks; the blocks hold {}, {}, {}",
+                    p.cells,
+                    p.tombstones,
+                    p.data_blocks,
+                    report.cells,
+                    tombstones,
+                    self.index.len()
+                );
+                report.faults.push(Error::corruption(&self.path, self.footer.props.offset, what));
+            }
+        }
+        report
     }
+}
+
+/// What [`SstReader::check`] found.
+#[derive(Debug, Default)]
+pub struct CheckReport {
+    /// Data blocks that read and decoded.
+    pub blocks: u64,
+    /// Entries in those blocks.
+    pub entries: u64,
+    /// Cells (puts) among them.
+    pub cells: u64,
+    /// Every fault found, in file order.
+    pub faults: Vec<Error>,
 }
 
 fn decompress(stored: &[u8], raw_len: usize) -> Result<Bytes, String> {

@@ -24,6 +24,9 @@ pub struct TornTail {
 pub struct ReplayStats {
     /// Intact records replayed.
     pub records: u64,
+    /// Offset just past the last intact record (the header's end if none):
+    /// what follows is zeros, a torn tail, or nothing.
+    pub end_offset: u64,
     /// The damaged tail cut off, if any.
     pub torn_tail: Option<TornTail>,
 }
@@ -66,6 +69,16 @@ impl<'a> WalReader<'a> {
         tolerate_torn_tail: bool,
         mut apply: impl FnMut(RowRecord<'a>) -> Result<()>,
     ) -> Result<ReplayStats> {
+        self.replay_with_offsets(tolerate_torn_tail, |_, record| apply(record))
+    }
+
+    /// [`WalReader::replay`], also giving `apply` the offset of each record's
+    /// header in the file.
+    pub fn replay_with_offsets(
+        &self,
+        tolerate_torn_tail: bool,
+        mut apply: impl FnMut(u64, RowRecord<'a>) -> Result<()>,
+    ) -> Result<ReplayStats> {
         let mut stats = ReplayStats::default();
         if self.data.iter().all(|&b| b == 0) {
             // Created (and preallocated) but never written: an empty log.
@@ -73,6 +86,7 @@ impl<'a> WalReader<'a> {
         }
         self.check_header()?;
         let mut pos = FILE_HEADER_LEN;
+        stats.end_offset = pos.min(self.data.len()) as u64;
         while pos < self.data.len() {
             if self.data[pos..].iter().all(|&b| b == 0) {
                 break;
@@ -81,9 +95,10 @@ impl<'a> WalReader<'a> {
                 Ok((payload, next)) => {
                     let entries = decode_payload(payload)
                         .map_err(|e| self.corruption(pos + RECORD_HEADER_LEN + e.offset, e.what))?;
-                    apply(entries)?;
+                    apply(pos as u64, entries)?;
                     stats.records += 1;
                     pos = next;
+                    stats.end_offset = pos as u64;
                 }
                 Err(fault) => {
                     if !tolerate_torn_tail {

@@ -1,0 +1,198 @@
+//! `cellar`: look inside cellardb's files and databases.
+//!
+//! `cellar dump sst|wal|manifest` decodes one file, byte for byte as
+//! `docs/format/` specifies it, and can verify it; `ls`, `read`, `lookup`,
+//! `count` and `stats` read a database directory as `cbt` reads a Bigtable
+//! instance, opened read-only so they run beside a live writer.
+//! `docs/tools.md` shows each command on the balloon workload.
+//!
+//! Exit codes: 0 success, 1 any other failure (I/O), 2 usage, 3 not found
+//! (file, directory, table, row), 4 corruption (a fault found by a dump or
+//! `--verify`).
+
+mod cbt;
+mod dump_manifest;
+mod dump_sst;
+mod dump_wal;
+mod show;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Look inside cellardb's files and databases.
+#[derive(Parser)]
+#[command(
+    name = "cellar",
+    version,
+    after_help = "Exit codes: 0 ok, 1 I/O or other failure, 2 usage, 3 not found, 4 corruption."
+)]
+struct Cli {
+    /// Database directory, for `ls`, `read`, `lookup`, `count` and `stats`.
+    #[arg(long, global = true, env = "CELLAR_DB")]
+    db: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Decode one file: an SSTable, a log, or a manifest.
+    #[command(subcommand)]
+    Dump(Dump),
+    /// List tables, or with TABLE its column families and GC rules.
+    Ls {
+        /// A table.
+        table: Option<String>,
+    },
+    /// Read rows: `read TABLE [prefix=P] [start=ROW] [end=ROW] [count=N]
+    /// [columns=FAMILY:QUALIFIER,...]`, as `cbt read` (families and
+    /// qualifiers are regular expressions).
+    Read {
+        /// The table.
+        table: String,
+        /// `key=value` arguments.
+        args: Vec<String>,
+        /// One JSON object per row.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read one row: `lookup TABLE ROW [columns=...]`; exit code 3 if absent.
+    Lookup {
+        /// The table.
+        table: String,
+        /// The row key (escapes as shown by the dumps: `\xNN`, `\\`).
+        row: String,
+        /// `columns=...`, as for `read`.
+        args: Vec<String>,
+        /// One JSON object for the row.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Count a table's rows.
+    Count {
+        /// The table.
+        table: String,
+    },
+    /// Files, bytes, logical bytes and compression per table, family and level.
+    Stats {
+        /// One JSON object per family and level.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum Dump {
+    /// An SSTable: properties and footer; its blocks, cells, faults, or
+    /// what other block sizes and zstd levels would take.
+    Sst(dump_sst::Args),
+    /// A write-ahead log: every record, and how the log ends.
+    Wal(dump_wal::Args),
+    /// The manifest of a database directory (or a manifest file): every record.
+    Manifest(dump_manifest::Args),
+}
+
+/// Why a command failed, and so its exit code.
+#[derive(Debug)]
+pub enum Failure {
+    /// Bad arguments.
+    Usage(String),
+    /// A file, directory, table or row that does not exist.
+    NotFound(String),
+    /// Bytes that fail their checks; already reported when empty.
+    Corrupt(String),
+    /// Anything else.
+    Other(String),
+    /// Standard output was closed (`cellar ... | head`): not a failure.
+    ClosedPipe,
+}
+
+impl Failure {
+    fn exit_code(&self) -> u8 {
+        match self {
+            Failure::ClosedPipe => 0,
+            Failure::Other(_) => 1,
+            Failure::Usage(_) => 2,
+            Failure::NotFound(_) => 3,
+            Failure::Corrupt(_) => 4,
+        }
+    }
+
+    fn message(&self) -> &str {
+        match self {
+            Failure::Usage(m) | Failure::NotFound(m) | Failure::Corrupt(m) | Failure::Other(m) => m,
+            Failure::ClosedPipe => "",
+        }
+    }
+}
+
+impl From<cellardb::Error> for Failure {
+    fn from(e: cellardb::Error) -> Self {
+        use cellardb::Error;
+        match &e {
+            Error::NotFound { .. } => Failure::NotFound(e.to_string()),
+            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                Failure::NotFound(e.to_string())
+            }
+            Error::Corruption { .. } => Failure::Corrupt(e.to_string()),
+            Error::InvalidArgument(_) => Failure::Usage(e.to_string()),
+            _ => Failure::Other(e.to_string()),
+        }
+    }
+}
+
+/// Writing to standard output failed.
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            Failure::ClosedPipe
+        } else {
+            Failure::Other(format!("writing the output: {e}"))
+        }
+    }
+}
+
+/// The result of a command.
+pub type Outcome = Result<(), Failure>;
+
+/// A buffered standard output, which the commands write to.
+pub type Out = std::io::BufWriter<std::io::StdoutLock<'static>>;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let result = run(cli, &mut out).and_then(|()| out.flush().map_err(Failure::from));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            let _ = out.flush();
+            if !f.message().is_empty() {
+                eprintln!("cellar: {}", f.message());
+            }
+            ExitCode::from(f.exit_code())
+        }
+    }
+}
+
+fn run(cli: Cli, out: &mut Out) -> Outcome {
+    let db = || cli.db.clone().ok_or_else(|| Failure::Usage("this command needs --db DIR (or CELLAR_DB)".into()));
+    match &cli.command {
+        Command::Dump(Dump::Sst(args)) => dump_sst::run(args, out),
+        Command::Dump(Dump::Wal(args)) => dump_wal::run(args, out),
+        Command::Dump(Dump::Manifest(args)) => dump_manifest::run(args, out),
+        Command::Ls { table } => cbt::ls(&db()?, table.as_deref(), out),
+        Command::Read { table, args, json } => cbt::read(&db()?, table, args, *json, out),
+        Command::Lookup { table, row, args, json } => cbt::lookup(&db()?, table, row, args, *json, out),
+        Command::Count { table } => cbt::count(&db()?, table, out),
+        Command::Stats { json } => cbt::stats(&db()?, *json, out),
+    }
+}

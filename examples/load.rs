@@ -2,7 +2,11 @@
 //! schema pattern, so that `cellar` has something to look at
 //! (`docs/tools.md`).
 //!
-//! `cargo run --release --example load -- DIR [BALLOONS DAYS] [--compact]`
+//! `cargo run --release --example load -- DIR [BALLOONS DAYS] [--compact | --crash]`
+//!
+//! `--compact` runs a full compaction of each table; `--crash` exits after
+//! the writes without flushing or closing, as a killed process would, so the
+//! rows are left in the log (for `cellar dump wal`).
 
 use cellardb::workload::{SchemaPattern, Workload};
 use cellardb::{Db, GcRule};
@@ -10,9 +14,10 @@ use cellardb::{Db, GcRule};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let compact = args.iter().any(|a| a == "--compact");
+    let crash = args.iter().any(|a| a == "--crash");
     let positional: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
     let Some(dir) = positional.first() else {
-        return Err("usage: load DIR [BALLOONS DAYS] [--compact]".into());
+        return Err("usage: load DIR [BALLOONS DAYS] [--compact | --crash]".into());
     };
     let number = |i: usize, default: u32| positional.get(i).map_or(Ok(default), |s| s.parse::<u32>());
     let workload = Workload::new(number(1, 10)?, number(2, 1)?);
@@ -24,11 +29,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 r?;
             }
         }
+        if crash {
+            continue;
+        }
         db.flush()?;
         if compact {
             db.compact_table(pattern.name())?;
         }
         println!("{}: {} events", pattern.name(), workload.events_count());
+    }
+    if crash {
+        std::process::exit(0);
     }
     db.close()?;
     Ok(())

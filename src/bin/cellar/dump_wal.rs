@@ -38,7 +38,8 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
             writeln!(out, "{v}")
         } else {
             let n = record.entries.len();
-            writeln!(out, "@{offset} row mutation, seq {}, {n} entries", record.first_seq).and_then(|()| {
+            let entries = if n == 1 { "1 entry".to_owned() } else { format!("{n} entries") };
+            writeln!(out, "@{offset} row mutation, seq {}, {entries}", record.first_seq).and_then(|()| {
                 record
                     .entries
                     .iter()

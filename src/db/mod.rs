@@ -62,7 +62,7 @@ pub(crate) struct Core {
     fs: Arc<dyn Fs>,
     cache: Arc<BlockCache>,
     /// `None` when open read-only: then another process may hold the lock.
-    _lock: Option<FileLock>,
+    lock: Option<FileLock>,
     commit: Mutex<CommitState>,
     queue: Mutex<WriteQueue>,
     queue_cv: Condvar,
@@ -142,7 +142,7 @@ impl Db {
 
     /// Whether the database was opened read-only.
     pub fn is_read_only(&self) -> bool {
-        self.core()._lock.is_none()
+        self.core().lock.is_none()
     }
 
     pub(crate) fn core(&self) -> &Arc<Core> {
@@ -228,7 +228,7 @@ impl Core {
     /// of a database open read-only.
     fn check_writable(&self) -> Result<()> {
         self.check_open()?;
-        if self._lock.is_none() { Err(Error::ReadOnly { path: self.dir.clone() }) } else { Ok(()) }
+        if self.lock.is_none() { Err(Error::ReadOnly { path: self.dir.clone() }) } else { Ok(()) }
     }
 
     /// Records the error a background flush or compaction failed with:

@@ -137,7 +137,7 @@ impl Core {
             dir: dir.to_path_buf(),
             fs: opts.fs.clone(),
             cache,
-            _lock: lock,
+            lock,
             commit: Mutex::new(CommitState {
                 wal,
                 mem: mem.clone(),

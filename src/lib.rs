@@ -44,6 +44,7 @@ mod error;
 pub mod fs;
 mod iter;
 pub mod key;
+pub mod lab;
 pub mod manifest;
 mod memtable;
 mod model;

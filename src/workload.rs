@@ -62,33 +62,41 @@ pub struct Event {
     pub altitude: i32,
 }
 
+/// SplitMix64: the workload's generator, also used for anything else that
+/// must draw the same numbers on every machine.
+#[derive(Debug, Clone)]
+pub struct SplitMix64(pub u64);
+
+impl SplitMix64 {
+    /// The next number.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
 /// A balloon's generator and current values.
 #[derive(Debug, Clone)]
 struct Balloon {
     b: u32,
-    state: u64,
+    state: SplitMix64,
     values: [i32; 4],
     minute: u32,
 }
 
 impl Balloon {
     fn new(seed: u64, b: u32) -> Self {
-        let mut g = Balloon { b, state: seed.wrapping_add(u64::from(b)), values: [0; 4], minute: 0 };
+        let mut g = Balloon { b, state: SplitMix64(seed.wrapping_add(u64::from(b))), values: [0; 4], minute: 0 };
         g.values = [94000 + g.draw(2000), g.draw(50) + 70, 40 + g.draw(40), 500 + g.draw(300)];
         g
     }
 
-    fn next(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
     /// `next() % n`, which is below `n` ≤ 2001 and so fits an i32.
     fn draw(&mut self, n: u64) -> i32 {
-        (self.next() % n) as i32
+        (self.state.next_u64() % n) as i32
     }
 
     fn step(&mut self) -> Event {
@@ -170,16 +178,18 @@ impl Event {
     /// The value of `metric` (one of [`METRICS`]) as ASCII: integers, and
     /// temperature in degrees with exactly one decimal.
     pub fn metric_text(&self, metric: usize) -> String {
-        match metric {
-            0 => self.pressure.to_string(),
-            1 => {
-                let t = self.temperature;
-                let sign = if t < 0 { "-" } else { "" };
-                format!("{sign}{}.{}", t.abs() / 10, t.abs() % 10)
-            }
-            2 => self.humidity.to_string(),
-            _ => self.altitude.to_string(),
-        }
+        metric_text(metric, self.values()[metric])
+    }
+
+    /// Pressure, temperature (tenths of a degree), humidity, altitude.
+    pub fn values(&self) -> [i32; 4] {
+        [self.pressure, self.temperature, self.humidity, self.altitude]
+    }
+
+    /// An event of balloon `b` at `minute` with every value zero: for its
+    /// keys and time, without generating the walk.
+    pub fn at(balloon: u32, minute: u32) -> Event {
+        Event { balloon, minute, pressure: 0, temperature: 0, humidity: 0, altitude: 0 }
     }
 
     /// The serialized event: a protocol-buffer message with fields 1
@@ -219,6 +229,43 @@ impl Event {
             self.metric_text(3),
         )
     }
+}
+
+/// `value` of `metric` as ASCII, as [`Event::metric_text`] writes it
+/// (temperature is in tenths of a degree).
+pub fn metric_text(metric: usize, value: i32) -> String {
+    if metric == 1 {
+        let sign = if value < 0 { "-" } else { "" };
+        format!("{sign}{}.{}", value.unsigned_abs() / 10, value.unsigned_abs() % 10)
+    } else {
+        value.to_string()
+    }
+}
+
+/// The four values of a serialized event ([`Event::blob`]): pressure,
+/// temperature in tenths, humidity, altitude. `None` if the bytes are not
+/// such a message.
+pub fn decode_blob(blob: &[u8]) -> Option<[i32; 4]> {
+    let mut values = [0i32; 4];
+    let mut rest = blob;
+    for (i, tag) in [0x08u8, 0x15, 0x18, 0x20].into_iter().enumerate() {
+        let (&t, tail) = rest.split_first()?;
+        if t != tag {
+            return None;
+        }
+        rest = tail;
+        values[i] = if tag == 0x15 {
+            let (bytes, tail) = rest.split_first_chunk::<4>()?;
+            rest = tail;
+            (f32::from_le_bytes(*bytes) * 10.0).round() as i32
+        } else {
+            let mut c = crate::coding::Cursor::new(rest);
+            let v = c.varint("value").ok()?;
+            rest = &rest[c.position()..];
+            v as i64 as i32
+        };
+    }
+    rest.is_empty().then_some(values)
 }
 
 /// (year, month, day) of day `z` since 1970-01-01 (Howard Hinnant's algorithm).
@@ -264,15 +311,21 @@ pub enum SchemaPattern {
     SingleTsSerialized,
     /// A row per balloon and minute; a column per metric.
     SingleTsUnserialized,
+    /// The combination the guide suggests, beyond `workload.md`'s four: a
+    /// row per balloon and hour, a column per minute (`00`..`59`) holding
+    /// the serialized event.
+    BucketSerialized,
 }
 
 impl SchemaPattern {
-    /// Every pattern, in `workload.md`'s order.
-    pub const ALL: [SchemaPattern; 4] = [
+    /// Every pattern: `workload.md`'s four in its order, then the guide's
+    /// combination.
+    pub const ALL: [SchemaPattern; 5] = [
         SchemaPattern::BucketNewColumn,
         SchemaPattern::BucketNewCell,
         SchemaPattern::SingleTsSerialized,
         SchemaPattern::SingleTsUnserialized,
+        SchemaPattern::BucketSerialized,
     ];
 
     /// The pattern's name in `workload.md`.
@@ -282,6 +335,7 @@ impl SchemaPattern {
             SchemaPattern::BucketNewCell => "bucket-new-cell",
             SchemaPattern::SingleTsSerialized => "single-ts-serialized",
             SchemaPattern::SingleTsUnserialized => "single-ts-unserialized",
+            SchemaPattern::BucketSerialized => "bucket-serialized",
         }
     }
 
@@ -301,9 +355,14 @@ impl SchemaPattern {
     /// Cells one event writes.
     pub fn cells_per_event(self) -> u64 {
         match self {
-            SchemaPattern::SingleTsSerialized => 1,
+            SchemaPattern::SingleTsSerialized | SchemaPattern::BucketSerialized => 1,
             _ => 4,
         }
+    }
+
+    /// Whether the pattern stores each event as one serialized blob.
+    pub fn is_serialized(self) -> bool {
+        matches!(self, SchemaPattern::SingleTsSerialized | SchemaPattern::BucketSerialized)
     }
 
     /// The row mutations that record `e`: one row, or four for
@@ -326,6 +385,11 @@ impl SchemaPattern {
             }
             SchemaPattern::SingleTsSerialized => {
                 vec![(format!("{prefix}{}", e.minute_string()), vec![Mutation::set_cell(family, "blob", ts, e.blob())])]
+            }
+            SchemaPattern::BucketSerialized => {
+                let minute_string = e.minute_string();
+                let (hour, minute) = minute_string.split_at(13);
+                vec![(format!("{prefix}{hour}"), vec![Mutation::set_cell(family, minute, ts, e.blob())])]
             }
         }
     }

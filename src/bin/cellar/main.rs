@@ -14,6 +14,7 @@ mod cbt;
 mod dump_manifest;
 mod dump_sst;
 mod dump_wal;
+mod lab;
 mod show;
 
 use std::io::Write;
@@ -76,6 +77,9 @@ enum Command {
         /// The table.
         table: String,
     },
+    /// The schema-pattern lab: load the balloon workload in each schema
+    /// pattern, and report what each costs (bytes, ingest, queries).
+    Lab(lab::Args),
     /// Files, bytes, logical bytes and compression per table, family and level.
     Stats {
         /// One JSON object per family and level.
@@ -194,5 +198,6 @@ fn run(cli: Cli, out: &mut Out) -> Outcome {
         Command::Lookup { table, row, args, json } => cbt::lookup(&db()?, table, row, args, *json, out),
         Command::Count { table } => cbt::count(&db()?, table, out),
         Command::Stats { json } => cbt::stats(&db()?, *json, out),
+        Command::Lab(args) => lab::run(args, out),
     }
 }

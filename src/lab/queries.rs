@@ -170,100 +170,149 @@ impl Query {
     /// Runs the query on `table`, which holds `pattern`'s rows of `w`.
     ///
     /// # Errors
-    /// The read's errors; `Error::Corruption`-free data that does not
-    /// decode as the pattern's (a wrong pattern) is `Error::InvalidArgument`.
+    /// The read's errors; `Error::InvalidArgument` for rows that do not
+    /// decode as `pattern`'s (the table holds another pattern).
     pub fn run(&self, pattern: SchemaPattern, w: &Workload, table: &Table) -> Result<Answer> {
+        let plan = self.plan(pattern, w);
+        let mut rows = table.read_rows(plan.row_set(), &plan.filter());
+        if plan.last_row_only {
+            rows = rows.reversed().limit(1);
+        }
+        let rows = rows.collect_rows()?;
+        plan.answer(pattern, &rows)
+    }
+
+    /// How `pattern`'s key design serves the query over workload `w`.
+    pub(crate) fn plan(&self, pattern: SchemaPattern, w: &Workload) -> Plan {
         let (start, end, metrics) = self.span(w);
-        let plan = Plan::of(self, pattern, start, end, &metrics);
-        let mut rows = table.read_rows(plan.rows, &plan.filter);
-        if plan.reversed {
-            rows = rows.reversed();
-        }
-        if let Some(n) = plan.limit {
-            rows = rows.limit(n);
-        }
-        let mut answer = Answer { measurements: Vec::new(), cells_read: 0 };
-        for row in rows {
-            let row = row?;
-            answer.cells_read += row.cell_count() as u64;
-            decode_row(pattern, &row, plan.newest_only, &mut answer.measurements)?;
-        }
-        answer.measurements.retain(|m| (start..end).contains(&m.minute) && metrics.contains(&m.metric));
-        answer.measurements.sort();
-        Ok(answer)
+        Plan::of(self, pattern, start, end, metrics)
     }
 }
 
-/// How a query reads one pattern: which rows, which filter, in which
-/// direction, and whether only each row's newest event counts.
-struct Plan {
-    rows: RowSet,
-    filter: Filter,
-    reversed: bool,
-    limit: Option<usize>,
-    newest_only: bool,
+/// The rows a plan reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Rows {
+    /// These keys.
+    Keys(Vec<String>),
+    /// Keys in `[from, to)`.
+    Range(String, String),
+    /// Keys starting with this.
+    Prefix(String),
+    /// The whole table.
+    All,
+}
+
+/// How a query reads one pattern, in terms any Bigtable-like store can
+/// serve: which rows, which column and time range, whether only each
+/// column's newest cell, or only the last row. Then what the client does:
+/// keep only each row's newest event, and only the measurements asked for.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub rows: Rows,
+    /// Only this qualifier.
+    pub column: Option<&'static str>,
+    /// Only cells with timestamps in `[start, end)`.
+    pub time: Option<(i64, i64)>,
+    /// Only each column's newest cell (`cells_per_column_limit(1)`).
+    pub newest_per_column: bool,
+    /// Only the last row of `rows` (a reversed read of one row).
+    pub last_row_only: bool,
+    /// Of each row, only the cells of its newest timestamp (client side).
+    pub newest_only: bool,
+    /// The minutes `[start, end)` the query wants (client side).
+    pub minutes: (u32, u32),
+    /// The metrics the query wants (client side).
+    pub metrics: Vec<usize>,
 }
 
 impl Plan {
-    fn of(q: &Query, pattern: SchemaPattern, start: u32, end: u32, metrics: &[usize]) -> Plan {
+    fn of(q: &Query, pattern: SchemaPattern, start: u32, end: u32, metrics: Vec<usize>) -> Plan {
         use SchemaPattern as P;
-        let time = Filter::timestamp_range(TimeRange::new(minute_micros(start), minute_micros(end)));
-        let plain =
-            |rows: RowSet| Plan { rows, filter: Filter::pass_all(), reversed: false, limit: None, newest_only: false };
-        let with = |rows: RowSet, filter: Filter| Plan { filter, ..plain(rows) };
-        let metric_column = || Filter::column_qualifier_regex(METRICS[metrics[0]]);
+        let metric = METRICS[metrics[0]];
+        let plan = |rows| Plan {
+            rows,
+            column: None,
+            time: None,
+            newest_per_column: false,
+            last_row_only: false,
+            newest_only: false,
+            minutes: (start, end),
+            metrics: metrics.clone(),
+        };
+        let time = Some((minute_micros(start), minute_micros(end)));
+        let week_rows =
+            |b: u32| Rows::Keys(METRICS.iter().map(|m| format!("{}{m}#{}", prefix(b), week(start))).collect());
+        let bucket = |b: u32| Rows::Keys(vec![format!("{}{}", prefix(b), week(start))]);
+        let minutes = |b: u32| range(b, minute_key(start), minute_key(end));
         match (*q, pattern) {
             // Every pattern keys rows by balloon first: the fleet at one
             // minute is a scan of the whole table, with a filter.
-            (Query::FleetMinute { .. }, _) => with(RowSet::all(), time),
-            (Query::BalloonWeek { balloon, .. }, P::BucketNewColumn) => {
-                plain(keys(METRICS.iter().map(|m| format!("{}{m}#{}", prefix(balloon), week(start)))))
-            }
-            (Query::BalloonWeek { balloon, .. }, P::BucketNewCell) => {
-                plain(keys([format!("{}{}", prefix(balloon), week(start))]))
-            }
+            (Query::FleetMinute { .. }, _) => Plan { time, ..plan(Rows::All) },
+            (Query::BalloonWeek { balloon, .. }, P::BucketNewColumn) => plan(week_rows(balloon)),
+            (Query::BalloonWeek { balloon, .. }, P::BucketNewCell) => plan(bucket(balloon)),
             (Query::BalloonWeek { balloon, .. }, P::SingleTsSerialized | P::SingleTsUnserialized) => {
-                plain(range(balloon, minute_key(start), minute_key(end)))
+                plan(minutes(balloon))
             }
             (Query::BalloonWeek { balloon, .. }, P::BucketSerialized) => {
-                plain(range(balloon, hour_key(start), hour_key(end)))
+                plan(range(balloon, hour_key(start), hour_key(end)))
             }
-            (Query::MetricHour { balloon, metric, .. }, P::BucketNewColumn) => {
-                with(keys([format!("{}{}#{}", prefix(balloon), METRICS[metric], week(start))]), time)
+            (Query::MetricHour { balloon, .. }, P::BucketNewColumn) => {
+                Plan { time, ..plan(Rows::Keys(vec![format!("{}{metric}#{}", prefix(balloon), week(start))])) }
             }
             (Query::MetricHour { balloon, .. }, P::BucketNewCell) => {
-                with(keys([format!("{}{}", prefix(balloon), week(start))]), Filter::chain([metric_column(), time]))
+                Plan { column: Some(metric), time, ..plan(bucket(balloon)) }
             }
-            (Query::MetricHour { balloon, .. }, P::SingleTsSerialized) => {
-                plain(range(balloon, minute_key(start), minute_key(end)))
-            }
+            // The server cannot see inside a serialized event: every event
+            // of the hour is read, and the client keeps one metric.
+            (Query::MetricHour { balloon, .. }, P::SingleTsSerialized) => plan(minutes(balloon)),
             (Query::MetricHour { balloon, .. }, P::SingleTsUnserialized) => {
-                with(range(balloon, minute_key(start), minute_key(end)), metric_column())
+                Plan { column: Some(metric), ..plan(minutes(balloon)) }
             }
             (Query::MetricHour { balloon, .. }, P::BucketSerialized) => {
-                plain(keys([format!("{}{}", prefix(balloon), hour_key(start))]))
+                plan(Rows::Keys(vec![format!("{}{}", prefix(balloon), hour_key(start))]))
             }
-            // A column's newest cell is its first: the bucket of the newest
-            // week, one cell per column. In bucket-new-column the value is
-            // the qualifier, so the newest cell of the row is only known
-            // once every column is read.
-            (Query::Latest { balloon }, P::BucketNewColumn) => Plan {
-                newest_only: true,
-                ..plain(keys(METRICS.iter().map(|m| format!("{}{m}#{}", prefix(balloon), week(start)))))
-            },
-            (Query::Latest { balloon }, P::BucketNewCell) => {
-                with(keys([format!("{}{}", prefix(balloon), week(start))]), Filter::cells_per_column_limit(1))
-            }
+            // In bucket-new-column the value is the qualifier, so the
+            // newest cell of a row is only known once every column is read.
+            (Query::Latest { balloon }, P::BucketNewColumn) => Plan { newest_only: true, ..plan(week_rows(balloon)) },
+            // A column's newest cell is its first.
+            (Query::Latest { balloon }, P::BucketNewCell) => Plan { newest_per_column: true, ..plan(bucket(balloon)) },
             // Rows sort by time within a balloon: the last row is the newest.
             (Query::Latest { balloon }, P::SingleTsSerialized | P::SingleTsUnserialized | P::BucketSerialized) => {
-                Plan {
-                    reversed: true,
-                    limit: Some(1),
-                    newest_only: true,
-                    ..plain(RowSet::from(RowRange::prefix(prefix(balloon))))
-                }
+                Plan { last_row_only: true, newest_only: true, ..plan(Rows::Prefix(prefix(balloon))) }
             }
         }
+    }
+
+    /// The plan's rows as a [`RowSet`].
+    fn row_set(&self) -> RowSet {
+        match &self.rows {
+            Rows::Keys(keys) => RowSet::new().keys(keys),
+            Rows::Range(from, to) => RowSet::from(RowRange::closed_open(from, to)),
+            Rows::Prefix(p) => RowSet::from(RowRange::prefix(p)),
+            Rows::All => RowSet::all(),
+        }
+    }
+
+    /// The plan's column, time range and per-column limit as a [`Filter`].
+    fn filter(&self) -> Filter {
+        let column = self.column.map(Filter::column_qualifier_regex);
+        let time = self.time.map(|(start, end)| Filter::timestamp_range(TimeRange::new(start, end)));
+        let newest = self.newest_per_column.then(|| Filter::cells_per_column_limit(1));
+        let filters: Vec<Filter> = column.into_iter().chain(time).chain(newest).collect();
+        if filters.is_empty() { Filter::pass_all() } else { Filter::chain(filters) }
+    }
+
+    /// The answer given by `rows`, read as the plan says.
+    pub(crate) fn answer(&self, pattern: SchemaPattern, rows: &[Row]) -> Result<Answer> {
+        let mut answer = Answer { measurements: Vec::new(), cells_read: 0 };
+        for row in rows {
+            answer.cells_read += row.cell_count() as u64;
+            decode_row(pattern, row, self.newest_only, &mut answer.measurements)?;
+        }
+        let (start, end) = self.minutes;
+        answer.measurements.retain(|m| (start..end).contains(&m.minute) && self.metrics.contains(&m.metric));
+        answer.measurements.sort();
+        Ok(answer)
     }
 }
 
@@ -289,13 +338,9 @@ fn minute_micros(minute: u32) -> i64 {
     START_MICROS + i64::from(minute) * MINUTE_MICROS
 }
 
-fn keys<S: AsRef<[u8]>>(keys: impl IntoIterator<Item = S>) -> RowSet {
-    RowSet::new().keys(keys)
-}
-
-fn range(balloon: u32, from: String, to: String) -> RowSet {
+fn range(balloon: u32, from: String, to: String) -> Rows {
     let p = prefix(balloon);
-    RowSet::from(RowRange::closed_open(format!("{p}{from}"), format!("{p}{to}")))
+    Rows::Range(format!("{p}{from}"), format!("{p}{to}"))
 }
 
 /// The measurements `row` of `pattern` holds, appended to `out` (only those

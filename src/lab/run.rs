@@ -3,9 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::queries::Answer;
 use super::queries::{Query, QueryKind};
 use crate::workload::{SchemaPattern, SplitMix64, Workload};
-use crate::{Error, GcRule, Options, Result};
+use crate::{Db, Error, GcRule, Mutation, Options, Result, Table};
 
 /// What a lab run measures, and how.
 #[derive(Debug, Clone)]
@@ -109,12 +110,63 @@ impl PatternReport {
     }
 }
 
+/// What the lab needs of an engine: cellardb here, RocksDB in
+/// `lab::rocksdb` behind the `rocksdb` feature. Each call is what a user of
+/// that engine would do; the runner times and measures around them.
+pub(crate) trait LabEngine {
+    /// Writes one event's row mutations: each row atomically.
+    fn write_event(&mut self, rows: Vec<(String, Vec<Mutation>)>) -> Result<()>;
+    /// Flushes every memtable to SSTables.
+    fn flush(&mut self) -> Result<()>;
+    /// Compacts everything into the bottom level (GC applied).
+    fn compact(&mut self) -> Result<()>;
+    /// Bytes written to disk so far: log, flushes, compactions.
+    fn bytes_written(&self) -> Result<u64>;
+    /// Runs `q` the way the pattern's key design allows.
+    fn query(&self, pattern: SchemaPattern, w: &Workload, q: &Query) -> Result<Answer>;
+    /// Closes the database, so that what is on disk is all there is.
+    fn close(self: Box<Self>) -> Result<()>;
+}
+
+/// cellardb under the lab.
+struct Cellar {
+    db: Db,
+    table: Table,
+}
+
+impl LabEngine for Cellar {
+    fn write_event(&mut self, rows: Vec<(String, Vec<Mutation>)>) -> Result<()> {
+        self.table.mutate_rows(rows).into_iter().collect()
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.db.flush()
+    }
+
+    fn compact(&mut self) -> Result<()> {
+        self.db.compact_table(TABLE)
+    }
+
+    fn bytes_written(&self) -> Result<u64> {
+        let s = self.db.stats()?;
+        Ok(s.wal_bytes_written + s.flush_bytes_written + s.compaction_bytes_written)
+    }
+
+    fn query(&self, pattern: SchemaPattern, w: &Workload, q: &Query) -> Result<Answer> {
+        q.run(pattern, w, &self.table)
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        self.db.close()
+    }
+}
+
 /// The table every pattern is loaded into.
 const TABLE: &str = "balloons";
 
-/// Loads `pattern` into a fresh database under `config.dir`, flushes and
-/// fully compacts it, times the queries (checking one run of each against
-/// the generator), and removes the database.
+/// Loads `pattern` into a fresh cellardb database under `config.dir`,
+/// flushes and fully compacts it, times the queries (checking one run of
+/// each against the generator), and removes the database.
 ///
 /// # Errors
 /// The engine's errors; `Error::InvalidArgument` if a query returns other
@@ -126,18 +178,31 @@ pub fn run_pattern(
 ) -> Result<PatternReport> {
     let dir = config.dir.join(format!("cellardb-{}", pattern.name()));
     remove_dir(&dir)?;
-    let w = config.workload;
     let db = config.options.clone().open(&dir)?;
-    let t = db.create_table(TABLE, [(pattern.family(), GcRule::none())])?;
+    let table = db.create_table(TABLE, [(pattern.family(), GcRule::none())])?;
+    let report = measure(config, pattern, "cellardb", &dir, Box::new(Cellar { db, table }), progress);
+    remove_dir(&dir)?;
+    report
+}
 
-    let report = |stage, done, total| progress(Progress { pattern, stage, done, total });
-    let mut report = report;
+/// Measures `engine`, whose database is in `dir`, on `pattern`.
+pub(crate) fn measure(
+    config: &LabConfig,
+    pattern: SchemaPattern,
+    name: &'static str,
+    dir: &Path,
+    mut engine: Box<dyn LabEngine>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<PatternReport> {
+    let w = config.workload;
+    let mut report = |stage, done, total| progress(Progress { pattern, stage, done, total });
     let total = w.events_count();
+    let mut logical_bytes = 0;
     let started = Instant::now();
     for (i, e) in w.events().enumerate() {
-        for r in t.mutate_rows(pattern.mutations(&e)) {
-            r?;
-        }
+        let rows = pattern.mutations(&e);
+        logical_bytes += logical_size(pattern, &rows);
+        engine.write_event(rows)?;
         if i % 50_000 == 0 {
             report("ingest", i as u64, total);
         }
@@ -145,36 +210,49 @@ pub fn run_pattern(
     let ingest = started.elapsed();
     report("ingest", total, total);
     report("flush", 0, 1);
-    db.flush()?;
-    let bytes_after_flush = allocated_bytes(&dir, |name| name.ends_with(".sst"))?;
+    engine.flush()?;
+    let bytes_after_flush = allocated_bytes(dir, |name| name.ends_with(".sst"))?;
     report("compact", 0, 1);
-    db.compact_table(TABLE)?;
-    let stats = db.stats()?;
+    engine.compact()?;
+    let written = engine.bytes_written()?;
 
     let mut queries = Vec::new();
     let mut random = SplitMix64(config.seed);
     for kind in QueryKind::ALL {
         let runs = if kind == QueryKind::FleetMinute { (config.samples / 20).max(3) } else { config.samples.max(1) };
         report(kind.name(), 0, runs as u64);
-        queries.push(time_query(pattern, &w, &t, kind, runs, &mut random)?);
+        queries.push(time_query(pattern, &w, &*engine, kind, runs, &mut random)?);
     }
-    db.close()?;
-    drop((t, db));
-    let bytes_after_compaction = allocated_bytes(&dir, |name| !name.ends_with(".log") && name != "LOCK")?;
-    remove_dir(&dir)?;
+    engine.close()?;
+    let bytes_after_compaction = allocated_bytes(dir, |name| !name.ends_with(".log") && name != "LOCK")?;
     Ok(PatternReport {
         pattern,
-        engine: "cellardb",
+        engine: name,
         events: total,
         cells: total * pattern.cells_per_event(),
         measurements: total * 4,
-        logical_bytes: stats.logical_bytes_written,
+        logical_bytes,
         bytes_after_flush,
         bytes_after_compaction,
         ingest,
-        write_amplification: stats.write_amplification,
+        write_amplification: written as f64 / logical_bytes.max(1) as f64,
         queries,
     })
+}
+
+/// Logical bytes of one event's rows, as `workload.md` defines them: per
+/// cell, row key + family + qualifier + value + 8.
+fn logical_size(pattern: SchemaPattern, rows: &[(String, Vec<Mutation>)]) -> u64 {
+    let family = pattern.family().len();
+    let mut total = 0;
+    for (row, mutations) in rows {
+        for m in mutations {
+            if let Mutation::SetCell { qualifier, value, .. } = m {
+                total += (row.len() + family + qualifier.len() + value.len() + 8) as u64;
+            }
+        }
+    }
+    total
 }
 
 /// Runs `runs` queries of `kind` with random parameters; the first is
@@ -182,7 +260,7 @@ pub fn run_pattern(
 fn time_query(
     pattern: SchemaPattern,
     w: &Workload,
-    t: &crate::Table,
+    engine: &dyn LabEngine,
     kind: QueryKind,
     runs: usize,
     random: &mut SplitMix64,
@@ -192,7 +270,7 @@ fn time_query(
     for i in 0..runs {
         let q = kind.sample(w, random.next_u64());
         let started = Instant::now();
-        let answer = q.run(pattern, w, t)?;
+        let answer = engine.query(pattern, w, &q)?;
         latencies.push(started.elapsed());
         cells += answer.cells_read;
         measurements += answer.measurements.len() as u64;
@@ -227,7 +305,7 @@ fn check(pattern: SchemaPattern, w: &Workload, q: &Query, got: &[super::Measurem
 }
 
 /// Bytes allocated on disk to the files of `dir` whose names pass `keep`.
-fn allocated_bytes(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<u64> {
+pub(crate) fn allocated_bytes(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<u64> {
     use std::os::unix::fs::MetadataExt;
     let mut total = 0;
     for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
@@ -240,7 +318,7 @@ fn allocated_bytes(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<u64> {
     Ok(total)
 }
 
-fn remove_dir(dir: &Path) -> Result<()> {
+pub(crate) fn remove_dir(dir: &Path) -> Result<()> {
     match std::fs::remove_dir_all(dir) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(dir, e)),
         _ => Ok(()),

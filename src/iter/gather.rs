@@ -9,7 +9,7 @@ use std::ops::Range;
 
 use super::MergingIter;
 use crate::Result;
-use crate::key::{EntryKind, EntryRef};
+use crate::key::{EntryKind, EntryRef, InternalKey};
 
 /// One gathered entry; byte ranges point into [`RowGather::bytes`].
 #[derive(Debug, Clone)]
@@ -21,6 +21,25 @@ pub(crate) struct Gathered {
     pub timestamp: i64,
     pub seq: u64,
     pub kind: EntryKind,
+}
+
+/// Decides, entry by entry, whether a row's gather takes an entry or jumps
+/// ahead (`read::Seeker`, for reads whose filter drops cells anyway).
+pub(crate) trait Skipper {
+    /// A new row begins.
+    fn start_row(&mut self, row: &[u8]);
+    /// What to do with entry `e` of family rank `rank`.
+    fn step(&mut self, rank: u16, e: &EntryRef<'_>) -> Step;
+}
+
+/// A [`Skipper`]'s decision.
+pub(crate) enum Step {
+    /// Gather the entry.
+    Take,
+    /// Step over it: cheaper than a seek when few entries are skipped.
+    Drop,
+    /// Move the family's sources to this key, after the entry.
+    Seek(InternalKey),
 }
 
 /// The entries of the row last gathered.
@@ -35,6 +54,16 @@ impl RowGather {
     /// Copies the next row's entries out of `merge`, in key order (reversed
     /// back if the merge runs backwards); false when the merge is exhausted.
     pub fn next_row(&mut self, merge: &mut MergingIter, reverse: bool) -> Result<bool> {
+        self.next_row_skipping(merge, reverse, None)
+    }
+
+    /// [`RowGather::next_row`], jumping where `skipper` says (forward only).
+    pub fn next_row_skipping(
+        &mut self,
+        merge: &mut MergingIter,
+        reverse: bool,
+        mut skipper: Option<&mut dyn Skipper>,
+    ) -> Result<bool> {
         self.entries.clear();
         self.bytes.clear();
         self.key.clear();
@@ -42,9 +71,24 @@ impl RowGather {
             return Ok(false);
         };
         self.key.extend_from_slice(first.row);
+        if let Some(s) = skipper.as_deref_mut() {
+            s.start_row(&self.key);
+        }
         while let Some((rank, e)) = merge.current() {
             if e.row != self.key.as_slice() {
                 break;
+            }
+            match skipper.as_deref_mut().map_or(Step::Take, |s| s.step(rank, &e)) {
+                Step::Take => {}
+                Step::Drop => {
+                    merge.advance()?;
+                    continue;
+                }
+                Step::Seek(target) => {
+                    debug_assert!(e.cmp_internal(&target).is_lt(), "a seek must move forward");
+                    merge.seek_rank(rank, &target)?;
+                    continue;
+                }
             }
             let qualifier = match self.entries.last() {
                 Some(prev) if &self.bytes[prev.qualifier.clone()] == e.qualifier => prev.qualifier.clone(),

@@ -61,6 +61,19 @@ impl MergingIter {
         Ok(())
     }
 
+    /// Moves every source of family rank `rank` forward to `target` (see
+    /// [`EntrySource::seek`]), then restores the heap. Forward merges only.
+    pub fn seek_rank(&mut self, rank: u16, target: &crate::key::InternalKey) -> Result<()> {
+        for s in self.sources.iter_mut().filter(|s| s.rank == rank) {
+            s.source.seek(target)?;
+        }
+        self.heap = (0..self.sources.len()).filter(|&i| self.sources[i].source.current().is_some()).collect();
+        for i in (0..self.heap.len() / 2).rev() {
+            self.sift_down(i);
+        }
+        Ok(())
+    }
+
     /// Whether the source at heap slot `a` comes before the one at `b`.
     fn before(&self, a: usize, b: usize) -> bool {
         let (sa, sb) = (&self.sources[self.heap[a]], &self.sources[self.heap[b]]);

@@ -6,11 +6,11 @@ mod merging;
 
 use std::sync::Arc;
 
-pub(crate) use gather::RowGather;
+pub(crate) use gather::{RowGather, Skipper, Step};
 pub use merging::MergingIter;
 
 use crate::Result;
-use crate::key::{Entry, EntryRef};
+use crate::key::{Entry, EntryRef, InternalKey};
 use crate::memtable::{KeyBounds, Memtable};
 use crate::sst::SstIter;
 
@@ -20,6 +20,9 @@ pub trait EntrySource: Send {
     fn current(&self) -> Option<EntryRef<'_>>;
     /// Moves to the next entry.
     fn advance(&mut self) -> Result<()>;
+    /// Moves forward to the first entry not less than `target`; nothing if
+    /// the source is there already. Only sources read forward are sought.
+    fn seek(&mut self, target: &InternalKey) -> Result<()>;
 }
 
 impl EntrySource for SstIter {
@@ -29,6 +32,10 @@ impl EntrySource for SstIter {
 
     fn advance(&mut self) -> Result<()> {
         SstIter::advance(self)
+    }
+
+    fn seek(&mut self, target: &InternalKey) -> Result<()> {
+        SstIter::seek(self, target)
     }
 }
 
@@ -97,6 +104,23 @@ impl EntrySource for MemIter {
         if self.pos >= self.chunk.len() {
             self.refill();
         }
+        Ok(())
+    }
+
+    fn seek(&mut self, target: &InternalKey) -> Result<()> {
+        let Some(cur) = self.chunk.get(self.pos) else { return Ok(()) };
+        if self.reverse || cur.key >= *target {
+            return Ok(());
+        }
+        if self.chunk.last().is_some_and(|last| last.key >= *target) {
+            self.pos += self.chunk[self.pos..].partition_point(|e| e.key < *target);
+            return Ok(());
+        }
+        // Past the chunk: copy out a new one from the target.
+        self.bounds.0 = std::ops::Bound::Included(target.clone());
+        self.exhausted = false;
+        self.chunk_size = FIRST_CHUNK;
+        self.refill();
         Ok(())
     }
 }

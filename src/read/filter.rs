@@ -189,6 +189,78 @@ impl Filter {
     }
 }
 
+/// What a forward read may skip without changing what a filter returns
+/// (`read::seek` does the skipping): the cell-local predicates at the head
+/// of the filter (a chain's leading family, qualifier, column-range and
+/// timestamp filters) decide per column and per timestamp, and a
+/// `cells_per_column_limit` right after them bounds how many cells of a
+/// column can pass. Cells these reject are dropped by the filter anyway.
+impl Filter {
+    /// The filters a chain applies first, in order (the filter itself if
+    /// it is not a chain).
+    fn head(&self) -> impl Iterator<Item = &Filter> {
+        let list = match self {
+            Filter::Chain(fs) => fs.as_slice(),
+            other => std::slice::from_ref(other),
+        };
+        list.iter().filter(|f| **f != Filter::PassAll)
+    }
+
+    /// The cell-local predicates at the head of the filter.
+    fn head_predicates(&self) -> impl Iterator<Item = &Filter> {
+        self.head().take_while(|f| {
+            matches!(
+                f,
+                Filter::FamilyNameRegex(_)
+                    | Filter::ColumnQualifierRegex(_)
+                    | Filter::ColumnRange { .. }
+                    | Filter::TimestampRange(_)
+            )
+        })
+    }
+
+    /// Whether cells of column `family:qualifier` can pass the head's predicates.
+    pub(crate) fn head_keeps_column(&self, family: &str, qualifier: &[u8]) -> bool {
+        self.head_predicates().all(|f| match f {
+            Filter::FamilyNameRegex(p) => p.is_match(family.as_bytes()),
+            Filter::ColumnQualifierRegex(p) => p.is_match(qualifier),
+            Filter::ColumnRange { family: f, start, end } => f == family && in_bounds(qualifier, start, end),
+            _ => true,
+        })
+    }
+
+    /// The timestamps a cell must have to pass the head's predicates:
+    /// `[start, end)`, `end` `None` for unbounded.
+    pub(crate) fn head_time(&self) -> (i64, Option<i64>) {
+        let mut range = (i64::MIN, None::<i64>);
+        for f in self.head_predicates() {
+            if let Filter::TimestampRange(r) = f {
+                range.0 = range.0.max(r.start);
+                range.1 = match (range.1, r.end) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+        }
+        range
+    }
+
+    /// The `cells_per_column_limit` that directly follows the head's
+    /// predicates, if one does.
+    pub(crate) fn head_column_limit(&self) -> Option<u32> {
+        let predicates = self.head_predicates().count();
+        match self.head().nth(predicates) {
+            Some(Filter::CellsPerColumnLimit(n)) => Some(*n),
+            _ => None,
+        }
+    }
+
+    /// Whether a read can skip anything for this filter.
+    pub(crate) fn has_head(&self) -> bool {
+        self.head_predicates().next().is_some() || self.head_column_limit().is_some()
+    }
+}
+
 /// What filters see of the row besides its cells: the read's family names
 /// (by rank) and the bytes the cells' ranges point into.
 pub(crate) struct RowView<'a> {

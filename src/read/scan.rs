@@ -38,6 +38,8 @@ pub(crate) struct RowScanner {
     live: Vec<LiveCell>,
     /// Reused from row to row.
     cells: Vec<RowCell>,
+    /// Jumps over what the filter drops anyway (forward reads only).
+    seeker: Option<super::Seeker>,
 }
 
 impl RowScanner {
@@ -50,6 +52,7 @@ impl RowScanner {
         reverse: bool,
     ) -> Self {
         let names = Arc::new(families.iter().map(|f| f.name.clone()).collect());
+        let seeker = if reverse { None } else { super::Seeker::new(&filter, &families, snapshot) };
         RowScanner {
             merge,
             families,
@@ -61,13 +64,15 @@ impl RowScanner {
             row: RowGather::default(),
             live: Vec::new(),
             cells: Vec::new(),
+            seeker,
         }
     }
 
     /// The next row with at least one cell after deletes, GC and the filter.
     pub fn next_row(&mut self) -> Result<Option<Row>> {
         loop {
-            if !self.row.next_row(&mut self.merge, self.reverse)? {
+            let skipper = self.seeker.as_mut().map(|s| s as &mut dyn crate::iter::Skipper);
+            if !self.row.next_row_skipping(&mut self.merge, self.reverse, skipper)? {
                 return Ok(None);
             }
             self.find_live();

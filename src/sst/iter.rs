@@ -47,6 +47,28 @@ impl SstIter {
         self.block.as_ref()?.entry(self.pos)
     }
 
+    /// Moves forward to the first entry not less than `target` (nothing if
+    /// the current entry is already there). Forward iterators only.
+    pub fn seek(&mut self, target: &InternalKey) -> Result<()> {
+        let Some(cur) = self.current() else { return Ok(()) };
+        if self.reverse || cur.cmp_internal(target).is_ge() {
+            return Ok(());
+        }
+        let in_block = self.block.as_ref().and_then(|b| b.entry(b.len().wrapping_sub(1)));
+        if in_block.is_some_and(|last| last.cmp_internal(target).is_ge()) {
+            if let Some(block) = &self.block {
+                self.pos = block.seek(target, true).max(self.pos);
+            }
+            self.check_bounds();
+            return Ok(());
+        }
+        // Past this block: seek from the index, as a new lower bound would.
+        let lo = std::mem::replace(&mut self.lo, Bound::Included(target.clone()));
+        let sought = self.seek_first();
+        self.lo = lo;
+        sought
+    }
+
     /// Moves to the next entry in the iterator's direction.
     pub fn advance(&mut self) -> Result<()> {
         if self.block.is_none() {
@@ -76,6 +98,7 @@ impl SstIter {
     }
 
     fn seek_first(&mut self) -> Result<()> {
+        self.block = None;
         let index = self.reader.index();
         let i = match &self.lo {
             Bound::Unbounded => 0,

@@ -1,0 +1,198 @@
+//! Seeking past cells a filter would drop anyway.
+//!
+//! A forward read gathers a row entry by entry. Where the head of the
+//! filter (its leading cell-local predicates: `Filter::head_keeps_column`,
+//! `head_time`, `head_column_limit`) rejects a whole column, the read jumps to the next
+//! column; where it rejects timestamps, it jumps to the first cell in
+//! range, or past the column; where a `cells_per_column_limit` is met, it
+//! jumps past the rest of the column. A wide row read for one column and
+//! one hour then decodes the blocks of that column and hour only.
+//!
+//! A jump must not change which cells are live, so tombstones are always
+//! read (they sort before the cells they delete), and:
+//! - newer cells are jumped over only in families whose GC rule has no
+//!   `max_versions` (which counts versions from the newest);
+//! - the rest of a column is jumped over after `n` cells only where no
+//!   tombstone of the row's family or column and no dropped range applies,
+//!   and the rule has no `max_versions`: then the first `n` visible
+//!   timestamps are the only candidates, and GC by age, which only takes
+//!   older cells, cannot make an older one live where a newer one is not.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::filter::Filter;
+use super::scan::{FamilyView, dropped_below};
+use crate::iter::{Skipper, Step};
+
+/// Entries of a column stepped over one by one before the read seeks
+/// instead: a seek costs a binary search in each source and a new heap, so
+/// it pays only for longer runs (a wide row's column, not a tall row's).
+const STEPS_BEFORE_SEEK: u32 = 8;
+use crate::key::{EntryKind, EntryRef, InternalKey};
+
+/// A family as the seeker sees it.
+struct SeekFamily {
+    name: String,
+    /// No `max_versions` in the rule: cells can be skipped from the newest.
+    unversioned: bool,
+    /// Dropped ranges of the family cover the current row.
+    dropped: bool,
+    /// A family tombstone of the current row was read.
+    tombstoned: bool,
+}
+
+/// The column being read and what the seeker knows of it.
+#[derive(Default)]
+struct ColumnState {
+    rank: u16,
+    qualifier: Vec<u8>,
+    /// Whether the predicates keep the column.
+    kept: bool,
+    /// A column tombstone of it was read.
+    tombstoned: bool,
+    /// Distinct visible timestamps counted, and the last.
+    distinct: u32,
+    last_ts: Option<i64>,
+    /// Entries of it stepped over so far.
+    dropped: u32,
+}
+
+/// The [`Skipper`] of a forward read.
+pub(crate) struct Seeker {
+    families: Vec<SeekFamily>,
+    drops: Vec<Vec<crate::manifest::RangeDrop>>,
+    filter: Arc<Filter>,
+    time: (i64, Option<i64>),
+    limit: Option<u32>,
+    snapshot: u64,
+    row: Bytes,
+    column: Option<ColumnState>,
+}
+
+impl Seeker {
+    /// A seeker for the head of `filter` over `families`; `None` if there
+    /// is nothing to skip.
+    pub fn new(filter: &Arc<Filter>, families: &[FamilyView], snapshot: u64) -> Option<Seeker> {
+        if !filter.has_head() {
+            return None;
+        }
+        let families_seen = families
+            .iter()
+            .map(|f| SeekFamily {
+                name: f.name.clone(),
+                unversioned: f.gc_rule.version_limit().is_none(),
+                dropped: false,
+                tombstoned: false,
+            })
+            .collect();
+        Some(Seeker {
+            families: families_seen,
+            drops: families.iter().map(|f| f.drops.clone()).collect(),
+            filter: filter.clone(),
+            time: filter.head_time(),
+            limit: filter.head_column_limit(),
+            snapshot,
+            row: Bytes::new(),
+            column: None,
+        })
+    }
+
+    /// The first key after every entry of column `qualifier` of the row.
+    fn past_column(&self, qualifier: &[u8]) -> InternalKey {
+        let mut next = qualifier.to_vec();
+        next.push(0);
+        InternalKey {
+            row: self.row.clone(),
+            qualifier: next.into(),
+            timestamp: i64::MAX,
+            seq: u64::MAX,
+            kind: EntryKind::DeleteColumn,
+        }
+    }
+
+    /// The first cell of column `qualifier` older than `end`.
+    fn before(&self, qualifier: &[u8], end: i64) -> InternalKey {
+        InternalKey {
+            row: self.row.clone(),
+            qualifier: Bytes::copy_from_slice(qualifier),
+            timestamp: end - 1,
+            seq: u64::MAX,
+            kind: EntryKind::Put,
+        }
+    }
+
+    /// The state of the column `e` belongs to, started afresh on a new one.
+    fn column_of(&mut self, rank: u16, e: &EntryRef<'_>) -> &mut ColumnState {
+        let same = self.column.as_ref().is_some_and(|c| c.rank == rank && c.qualifier == e.qualifier);
+        if !same {
+            let name = self.families.get(usize::from(rank)).map_or("", |f| f.name.as_str());
+            let kept = self.filter.head_keeps_column(name, e.qualifier);
+            self.column = Some(ColumnState { rank, qualifier: e.qualifier.to_vec(), kept, ..ColumnState::default() });
+        }
+        self.column.get_or_insert_with(ColumnState::default)
+    }
+}
+
+impl Skipper for Seeker {
+    fn start_row(&mut self, row: &[u8]) {
+        self.row = Bytes::copy_from_slice(row);
+        self.column = None;
+        for (f, drops) in self.families.iter_mut().zip(&self.drops) {
+            f.tombstoned = false;
+            f.dropped = dropped_below(drops, row) > 0;
+        }
+    }
+
+    fn step(&mut self, rank: u16, e: &EntryRef<'_>) -> Step {
+        match self.jump(rank, e) {
+            None => Step::Take,
+            Some(target) => {
+                let column = self.column.get_or_insert_with(ColumnState::default);
+                column.dropped += 1;
+                if column.dropped <= STEPS_BEFORE_SEEK { Step::Drop } else { Step::Seek(target) }
+            }
+        }
+    }
+}
+
+impl Seeker {
+    /// `None` to take `e`; otherwise where the read may jump to.
+    fn jump(&mut self, rank: u16, e: &EntryRef<'_>) -> Option<InternalKey> {
+        let family = self.families.get(usize::from(rank))?;
+        let (unversioned, dropped) = (family.unversioned, family.dropped);
+        if e.kind == EntryKind::DeleteFamily {
+            if let Some(f) = self.families.get_mut(usize::from(rank)) {
+                f.tombstoned = true;
+            }
+            return None;
+        }
+        let family_tombstoned = family.tombstoned;
+        let (start, end) = self.time;
+        let (snapshot, limit) = (self.snapshot, self.limit);
+        let column = self.column_of(rank, e);
+        if e.kind == EntryKind::DeleteColumn {
+            column.tombstoned = true;
+            return None;
+        }
+        if !column.kept || e.timestamp < start {
+            return Some(self.past_column(e.qualifier));
+        }
+        if let Some(end) = end.filter(|&end| e.timestamp >= end && unversioned) {
+            return Some(self.before(e.qualifier, end));
+        }
+        if e.seq > snapshot {
+            return None;
+        }
+        let n = limit?;
+        if !unversioned || dropped || family_tombstoned || column.tombstoned {
+            return None;
+        }
+        if column.last_ts != Some(e.timestamp) {
+            column.last_ts = Some(e.timestamp);
+            column.distinct += 1;
+        }
+        (column.distinct > n).then(|| self.past_column(e.qualifier))
+    }
+}

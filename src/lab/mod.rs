@@ -11,6 +11,8 @@
 pub mod machine;
 pub mod queries;
 pub mod report;
+#[cfg(feature = "rocksdb")]
+pub mod rocksdb;
 mod run;
 pub mod svg;
 

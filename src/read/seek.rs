@@ -67,8 +67,12 @@ pub(crate) struct Seeker {
     time: (i64, Option<i64>),
     limit: Option<u32>,
     snapshot: u64,
-    row: Bytes,
+    /// The row being gathered (reused from row to row).
+    row: Vec<u8>,
+    /// The column being read; `None` at the start of a row.
     column: Option<ColumnState>,
+    /// The last column's state, kept for its buffer.
+    spare: ColumnState,
 }
 
 impl Seeker {
@@ -94,8 +98,9 @@ impl Seeker {
             time: filter.head_time(),
             limit: filter.head_column_limit(),
             snapshot,
-            row: Bytes::new(),
+            row: Vec::new(),
             column: None,
+            spare: ColumnState::default(),
         })
     }
 
@@ -104,7 +109,7 @@ impl Seeker {
         let mut next = qualifier.to_vec();
         next.push(0);
         InternalKey {
-            row: self.row.clone(),
+            row: Bytes::copy_from_slice(&self.row),
             qualifier: next.into(),
             timestamp: i64::MAX,
             seq: u64::MAX,
@@ -115,7 +120,7 @@ impl Seeker {
     /// The first cell of column `qualifier` older than `end`.
     fn before(&self, qualifier: &[u8], end: i64) -> InternalKey {
         InternalKey {
-            row: self.row.clone(),
+            row: Bytes::copy_from_slice(&self.row),
             qualifier: Bytes::copy_from_slice(qualifier),
             timestamp: end - 1,
             seq: u64::MAX,
@@ -129,7 +134,11 @@ impl Seeker {
         if !same {
             let name = self.families.get(usize::from(rank)).map_or("", |f| f.name.as_str());
             let kept = self.filter.head_keeps_column(name, e.qualifier);
-            self.column = Some(ColumnState { rank, qualifier: e.qualifier.to_vec(), kept, ..ColumnState::default() });
+            let mut c = self.column.take().unwrap_or_else(|| std::mem::take(&mut self.spare));
+            c.qualifier.clear();
+            c.qualifier.extend_from_slice(e.qualifier);
+            (c.rank, c.kept, c.tombstoned, c.distinct, c.last_ts, c.dropped) = (rank, kept, false, 0, None, 0);
+            self.column = Some(c);
         }
         self.column.get_or_insert_with(ColumnState::default)
     }
@@ -137,8 +146,11 @@ impl Seeker {
 
 impl Skipper for Seeker {
     fn start_row(&mut self, row: &[u8]) {
-        self.row = Bytes::copy_from_slice(row);
-        self.column = None;
+        self.row.clear();
+        self.row.extend_from_slice(row);
+        if let Some(c) = self.column.take() {
+            self.spare = c;
+        }
         for (f, drops) in self.families.iter_mut().zip(&self.drops) {
             f.tombstoned = false;
             f.dropped = dropped_below(drops, row) > 0;

@@ -170,16 +170,19 @@ fn cellar_lab_writes_the_report_files() {
             "bucket-new-cell,bucket-serialized",
         ])
         .arg("--out")
-        .arg(out.path())
+        .arg(out.path().join("report"))
+        .arg("--dir")
+        .arg(out.path().join("databases"))
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let stdout = String::from_utf8(o.stdout).unwrap();
     assert!(stdout.contains("| bucket-serialized | cellardb |"), "{stdout}");
-    let csv = std::fs::read_to_string(out.path().join("report.csv")).unwrap();
+    let report = out.path().join("report");
+    let csv = std::fs::read_to_string(report.join("report.csv")).unwrap();
     assert_eq!(parse_csv(&csv).len(), 2);
     for file in ["report.md", "bytes_per_measurement.svg", "ingest.svg", "query_latency.svg"] {
-        assert!(out.path().join(file).exists(), "{file}");
+        assert!(report.join(file).exists(), "{file}");
     }
     let bad = Command::new(env!("CARGO_BIN_EXE_cellar")).args(["lab", "--patterns", "wide-and-tall"]).output().unwrap();
     assert_eq!(bad.status.code(), Some(2));

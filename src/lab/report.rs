@@ -172,7 +172,11 @@ fn comparison(reports: &[PatternReport], out: &mut String) {
     let _ = writeln!(out, "| pattern | ingest cells/s | bytes after compaction | write amp. | {} |", names.join(" | "));
     let _ = writeln!(out, "|---|---|---|---|{}", "---|".repeat(names.len()));
     for (c, r) in pairs {
-        let ratio = |a: f64, b: f64| if b > 0.0 { format!("{:.2}×", a / b) } else { "-".into() };
+        let ratio = |a: f64, b: f64| match a / b {
+            r if !r.is_finite() => "-".into(),
+            r if r < 0.1 => format!("{r:.3}×"),
+            r => format!("{r:.2}×"),
+        };
         let queries: Vec<String> = QueryKind::ALL
             .iter()
             .map(|&k| match (c.query(k), r.query(k)) {

@@ -40,6 +40,14 @@ impl BytesRegex {
     pub fn as_str(&self) -> &str {
         &self.source
     }
+
+    /// The one string the pattern matches, if it is a plain literal (no
+    /// metacharacter at all).
+    fn literal(&self) -> Option<&[u8]> {
+        const META: &[u8] = b"\\.+*?()|[]{}^$";
+        let s = self.source.as_bytes();
+        (!s.iter().any(|b| META.contains(b))).then_some(s)
+    }
 }
 
 /// RE2's `\C` (any byte), which the `regex` crate does not know, as
@@ -243,6 +251,37 @@ impl Filter {
             }
         }
         range
+    }
+
+    /// Bounds on the qualifiers the head's predicates keep, for a read to
+    /// seek to the first kept column and past the last: the smallest kept
+    /// qualifier, and the largest (inclusive), where the predicates say.
+    pub(crate) fn head_qualifier_bounds(&self) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+        let (mut lo, mut hi): (Option<Vec<u8>>, Option<Vec<u8>>) = (None, None);
+        let mut raise = |q: Vec<u8>| lo = Some(lo.take().map_or(q.clone(), |l| l.max(q)));
+        let mut cut = |q: Vec<u8>| hi = Some(hi.take().map_or(q.clone(), |h| h.min(q)));
+        for f in self.head_predicates() {
+            match f {
+                Filter::ColumnQualifierRegex(p) => {
+                    if let Some(l) = p.literal() {
+                        raise(l.to_vec());
+                        cut(l.to_vec());
+                    }
+                }
+                Filter::ColumnRange { start, end, .. } => {
+                    match start {
+                        Bound::Included(s) => raise(s.to_vec()),
+                        Bound::Excluded(s) => raise([&s[..], &[0]].concat()),
+                        Bound::Unbounded => {}
+                    }
+                    if let Bound::Included(e) = end {
+                        cut(e.to_vec());
+                    }
+                }
+                _ => {}
+            }
+        }
+        (lo, hi)
     }
 
     /// The `cells_per_column_limit` that directly follows the head's

@@ -65,6 +65,9 @@ pub(crate) struct Seeker {
     drops: Vec<Vec<crate::manifest::RangeDrop>>,
     filter: Arc<Filter>,
     time: (i64, Option<i64>),
+    /// The smallest and largest qualifier a kept column can have.
+    first_column: Option<Vec<u8>>,
+    last_column: Option<Vec<u8>>,
     limit: Option<u32>,
     snapshot: u64,
     /// The row being gathered (reused from row to row).
@@ -96,6 +99,8 @@ impl Seeker {
             drops: families.iter().map(|f| f.drops.clone()).collect(),
             filter: filter.clone(),
             time: filter.head_time(),
+            first_column: filter.head_qualifier_bounds().0,
+            last_column: filter.head_qualifier_bounds().1,
             limit: filter.head_column_limit(),
             snapshot,
             row: Vec::new(),
@@ -114,6 +119,27 @@ impl Seeker {
             timestamp: i64::MAX,
             seq: u64::MAX,
             kind: EntryKind::DeleteColumn,
+        }
+    }
+
+    /// Where to go from rejected column `qualifier`: to the first column
+    /// the predicates can keep, if that is further; to the next row, if no
+    /// later column can be kept; else to the next column.
+    fn next_candidate(&self, qualifier: &[u8]) -> InternalKey {
+        if self.last_column.as_deref().is_some_and(|last| qualifier >= last) {
+            let mut next_row = self.row.clone();
+            next_row.push(0);
+            return InternalKey::first_of_row(next_row.into());
+        }
+        match self.first_column.as_deref() {
+            Some(first) if qualifier < first => InternalKey {
+                row: Bytes::copy_from_slice(&self.row),
+                qualifier: Bytes::copy_from_slice(first),
+                timestamp: i64::MAX,
+                seq: u64::MAX,
+                kind: EntryKind::DeleteColumn,
+            },
+            _ => self.past_column(qualifier),
         }
     }
 
@@ -188,7 +214,10 @@ impl Seeker {
             column.tombstoned = true;
             return None;
         }
-        if !column.kept || e.timestamp < start {
+        if !column.kept {
+            return Some(self.next_candidate(e.qualifier));
+        }
+        if e.timestamp < start {
             return Some(self.past_column(e.qualifier));
         }
         if let Some(end) = end.filter(|&end| e.timestamp >= end && unversioned) {

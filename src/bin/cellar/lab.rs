@@ -80,7 +80,9 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
     }
     let patterns = if args.patterns.is_empty() { SchemaPattern::ALL.to_vec() } else { args.patterns.clone() };
     let dir = args.dir.clone().unwrap_or_else(|| args.out.join("db"));
-    std::fs::create_dir_all(&dir).map_err(|e| Failure::Other(format!("cannot create {}: {e}", dir.display())))?;
+    for d in [&args.out, &dir] {
+        std::fs::create_dir_all(d).map_err(|e| Failure::Other(format!("cannot create {}: {e}", d.display())))?;
+    }
     let options =
         Options::default().durability(args.durability).block_size(args.block_size).compression(args.compression);
     let config = LabConfig {

@@ -74,4 +74,23 @@ fn patterns_write_the_keys_and_cells_of_workload_md() {
     assert_eq!(cells[1], cellardb::Mutation::set_cell("measurements", "temperature", 1_614_556_860_000_000, "11.3"));
     let column = &SchemaPattern::BucketNewColumn.mutations(&e)[0].1[0];
     assert_eq!(column, &cellardb::Mutation::set_cell("m", "95392", 1_614_556_860_000_000, ""));
+    // The guide's combination: an hour's row, a minute's column, the blob.
+    let hourly = SchemaPattern::BucketSerialized.mutations(&e);
+    assert_eq!(hourly[0].0, "us-west2#1000#2021-03-01-00");
+    assert_eq!(hourly[0].1, [cellardb::Mutation::set_cell("measurements", "01", 1_614_556_860_000_000, e.blob())]);
+}
+
+#[test]
+fn a_serialized_event_decodes_to_its_values() {
+    let w = Workload::new(40, 2);
+    let mut negative = 0;
+    for e in w.events() {
+        let values = cellardb::workload::decode_blob(&e.blob()).expect("decodes");
+        assert_eq!(values, e.values(), "{}", e.golden_line());
+        let texts: Vec<String> = (0..4).map(|m| cellardb::workload::metric_text(m, values[m])).collect();
+        assert_eq!(texts, (0..4).map(|m| e.metric_text(m)).collect::<Vec<_>>());
+        negative += usize::from(e.temperature < 0);
+    }
+    assert!(negative > 0, "the data set has negative temperatures to decode");
+    assert_eq!(cellardb::workload::decode_blob(b"\x08\x01"), None, "a cut message");
 }

@@ -104,6 +104,44 @@ pub enum Filter {
     TimestampRange(TimeRange),
     /// The newest `n` cells of each column.
     CellsPerColumnLimit(u32),
+    /// The union of each filter's output on the same input, in model order;
+    /// a cell two filters output appears twice.
+    Interleave(Vec<Filter>),
+    /// `true_filter`'s output if `predicate` outputs any cell of the row,
+    /// else `false_filter`'s (`None`: no cell). The predicate's own output
+    /// is not returned.
+    Condition {
+        /// Decides, per row.
+        predicate: Box<Filter>,
+        /// Applied when the predicate outputs a cell.
+        true_filter: Option<Box<Filter>>,
+        /// Applied otherwise.
+        false_filter: Option<Box<Filter>>,
+    },
+    /// Sends its input straight to the read's output, past every parent
+    /// filter; its parent sees no cell.
+    Sink,
+    /// Every cell of rows whose whole key matches the pattern.
+    RowKeyRegex(BytesRegex),
+    /// Every cell of a row chosen with this probability, row by row.
+    RowSample(f64),
+    /// Cells whose whole value matches the pattern.
+    ValueRegex(BytesRegex),
+    /// Cells whose value lies between the bounds.
+    ValueRange {
+        /// Lower bound.
+        start: Bound<Bytes>,
+        /// Upper bound.
+        end: Bound<Bytes>,
+    },
+    /// Every cell of the row but the first `n`.
+    CellsPerRowOffset(u32),
+    /// The first `n` cells of the row.
+    CellsPerRowLimit(u32),
+    /// Cells with empty values.
+    StripValue,
+    /// Cells labelled `label`; labels are returned with the cells.
+    ApplyLabel(String),
 }
 
 impl Filter {
@@ -153,18 +191,126 @@ impl Filter {
         Filter::CellsPerColumnLimit(n)
     }
 
+    /// The union of `filters`' outputs on the same input.
+    pub fn interleave(filters: impl IntoIterator<Item = Filter>) -> Self {
+        Filter::Interleave(filters.into_iter().collect())
+    }
+
+    /// `true_filter` where `predicate` outputs a cell of the row, else
+    /// `false_filter` (`None`: no cell).
+    pub fn condition(predicate: Filter, true_filter: Option<Filter>, false_filter: Option<Filter>) -> Self {
+        Filter::Condition {
+            predicate: Box::new(predicate),
+            true_filter: true_filter.map(Box::new),
+            false_filter: false_filter.map(Box::new),
+        }
+    }
+
+    /// Its input, straight to the read's output.
+    pub fn sink() -> Self {
+        Filter::Sink
+    }
+
+    /// Every cell of rows whose whole key matches `pattern` (RE2 syntax, raw bytes).
+    pub fn row_key_regex(pattern: &str) -> Self {
+        Filter::RowKeyRegex(BytesRegex::new(pattern))
+    }
+
+    /// Every cell of each row with probability `p` (0 < p < 1).
+    pub fn row_sample(p: f64) -> Self {
+        Filter::RowSample(p)
+    }
+
+    /// Cells whose whole value matches `pattern` (RE2 syntax, raw bytes).
+    pub fn value_regex(pattern: &str) -> Self {
+        Filter::ValueRegex(BytesRegex::new(pattern))
+    }
+
+    /// Cells whose value lies between `start` and `end` (bytes, compared
+    /// lexicographically).
+    pub fn value_range(start: Bound<impl AsRef<[u8]>>, end: Bound<impl AsRef<[u8]>>) -> Self {
+        let start = start.map(|v| Bytes::copy_from_slice(v.as_ref()));
+        let end = end.map(|v| Bytes::copy_from_slice(v.as_ref()));
+        Filter::ValueRange { start, end }
+    }
+
+    /// Every cell of a row but the first `n`.
+    pub fn cells_per_row_offset(n: u32) -> Self {
+        Filter::CellsPerRowOffset(n)
+    }
+
+    /// The first `n` cells of each row.
+    pub fn cells_per_row_limit(n: u32) -> Self {
+        Filter::CellsPerRowLimit(n)
+    }
+
+    /// Every cell, with an empty value.
+    pub fn strip_value() -> Self {
+        Filter::StripValue
+    }
+
+    /// Every cell, labelled `label`.
+    pub fn apply_label(label: impl Into<String>) -> Self {
+        Filter::ApplyLabel(label.into())
+    }
+
     /// Checks the filter before a read, as Bigtable does: patterns compile,
-    /// limits are positive.
+    /// limits are positive, a sample's probability lies strictly between 0
+    /// and 1, and a chain labels a cell at most once.
     pub(crate) fn validate(&self) -> Result<()> {
         let bad = |what: String| Err(Error::InvalidArgument(what));
         match self {
-            Filter::FamilyNameRegex(p) | Filter::ColumnQualifierRegex(p) => match &p.compiled {
+            Filter::FamilyNameRegex(p)
+            | Filter::ColumnQualifierRegex(p)
+            | Filter::RowKeyRegex(p)
+            | Filter::ValueRegex(p) => match &p.compiled {
                 Ok(_) => Ok(()),
                 Err(e) => bad(format!("invalid regex {:?}: {e}", p.source)),
             },
             Filter::CellsPerColumnLimit(0) => bad("cells_per_column_limit must be > 0".into()),
-            Filter::Chain(fs) => fs.iter().try_for_each(Filter::validate),
+            Filter::CellsPerRowLimit(0) => bad("cells_per_row_limit must be > 0".into()),
+            Filter::RowSample(p) if !(*p > 0.0 && *p < 1.0) => {
+                bad(format!("row_sample probability must lie strictly between 0 and 1, not {p}"))
+            }
+            Filter::Chain(fs) => {
+                if fs.iter().filter(|f| f.labels()).count() > 1 {
+                    return bad("a chain may apply a label at most once to a cell (Bigtable allows one label \
+                                per cell): more than one of its filters applies a label"
+                        .into());
+                }
+                fs.iter().try_for_each(Filter::validate)
+            }
+            Filter::Interleave(fs) => fs.iter().try_for_each(Filter::validate),
+            Filter::Condition { predicate, true_filter, false_filter } => {
+                predicate.validate()?;
+                true_filter.iter().chain(false_filter).try_for_each(|f| f.validate())
+            }
             _ => Ok(()),
+        }
+    }
+
+    /// Whether the filter, or one inside it, applies a label.
+    fn labels(&self) -> bool {
+        match self {
+            Filter::ApplyLabel(_) => true,
+            Filter::Chain(fs) | Filter::Interleave(fs) => fs.iter().any(Filter::labels),
+            Filter::Condition { true_filter, false_filter, .. } => {
+                true_filter.iter().chain(false_filter).any(|f| f.labels())
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether a sink lies inside the filter: then cells reach the output
+    /// past filters that would drop them.
+    fn sinks(&self) -> bool {
+        match self {
+            Filter::Sink => true,
+            Filter::Chain(fs) | Filter::Interleave(fs) => fs.iter().any(Filter::sinks),
+            Filter::Condition { predicate, true_filter, false_filter } => {
+                predicate.sinks() || true_filter.iter().chain(false_filter).any(|f| f.sinks())
+            }
+            _ => false,
         }
     }
 
@@ -175,26 +321,118 @@ impl Filter {
             Filter::BlockAll => false,
             Filter::FamilyNameRegex(p) => p.is_match(name.as_bytes()),
             Filter::ColumnRange { family, .. } => family == name,
+            // A sink sends cells out past the filters after it.
+            Filter::Chain(fs) if fs.iter().any(Filter::sinks) => {
+                fs.iter().take_while(|f| !f.sinks()).all(|f| f.may_select_family(name))
+            }
             Filter::Chain(fs) => fs.iter().all(|f| f.may_select_family(name)),
+            Filter::Interleave(fs) => fs.iter().any(|f| f.may_select_family(name)),
+            // The predicate reads the row too.
+            Filter::Condition { predicate, true_filter, false_filter } => {
+                predicate.may_select_family(name)
+                    || true_filter.iter().chain(false_filter).any(|f| f.may_select_family(name))
+            }
             _ => true,
         }
     }
 
-    /// The cells of one row that the filter keeps.
+    /// The cells of one row that the filter keeps, in model order, sunk
+    /// cells included.
     pub(crate) fn apply(&self, row: &RowView<'_>, cells: Vec<RowCell>) -> Vec<RowCell> {
+        let mut sunk = Vec::new();
+        let out = self.eval(row, cells, &mut sunk);
+        if sunk.is_empty() {
+            return out;
+        }
+        sunk.extend(out);
+        sort_model_order(row, &mut sunk);
+        sunk
+    }
+
+    /// The filter's output on `cells`; cells reaching a sink go to `sunk`.
+    fn eval(&self, row: &RowView<'_>, cells: Vec<RowCell>, sunk: &mut Vec<RowCell>) -> Vec<RowCell> {
         match self {
             Filter::PassAll => cells,
             Filter::BlockAll => Vec::new(),
-            Filter::Chain(fs) => fs.iter().fold(cells, |cells, f| f.apply(row, cells)),
+            Filter::Chain(fs) => fs.iter().fold(cells, |cells, f| f.eval(row, cells, sunk)),
+            Filter::Interleave(fs) => {
+                let mut out: Vec<RowCell> = fs.iter().flat_map(|f| f.eval(row, cells.clone(), sunk)).collect();
+                sort_model_order(row, &mut out);
+                out
+            }
+            Filter::Condition { predicate, true_filter, false_filter } => {
+                // The predicate's output, sinks included, is only a test.
+                let matched = !predicate.eval(row, cells.clone(), &mut Vec::new()).is_empty();
+                let branch = if matched { true_filter } else { false_filter };
+                branch.as_ref().map_or_else(Vec::new, |f| f.eval(row, cells, sunk))
+            }
+            Filter::Sink => {
+                sunk.extend(cells);
+                Vec::new()
+            }
+            Filter::RowKeyRegex(p) => {
+                if p.is_match(row.key) {
+                    cells
+                } else {
+                    Vec::new()
+                }
+            }
+            Filter::RowSample(p) => {
+                if sample(*p) {
+                    cells
+                } else {
+                    Vec::new()
+                }
+            }
             Filter::FamilyNameRegex(p) => retain(cells, |c| p.is_match(row.family(c).as_bytes())),
             Filter::ColumnQualifierRegex(p) => retain(cells, |c| p.is_match(row.qualifier(c))),
             Filter::ColumnRange { family: f, start, end } => {
                 retain(cells, |c| row.family(c) == f && in_bounds(row.qualifier(c), start, end))
             }
             Filter::TimestampRange(r) => retain(cells, |c| r.contains(c.timestamp)),
+            Filter::ValueRegex(p) => retain(cells, |c| p.is_match(row.value(c))),
+            Filter::ValueRange { start, end } => retain(cells, |c| in_bounds(row.value(c), start, end)),
             Filter::CellsPerColumnLimit(n) => limit_per_column(row, cells, *n as usize),
+            Filter::CellsPerRowOffset(n) => cells.into_iter().skip(*n as usize).collect(),
+            Filter::CellsPerRowLimit(n) => cells.into_iter().take(*n as usize).collect(),
+            Filter::StripValue => cells.into_iter().map(|c| RowCell { value: 0..0, ..c }).collect(),
+            Filter::ApplyLabel(label) => cells
+                .into_iter()
+                .map(|mut c| {
+                    c.labels.push(label.clone());
+                    c
+                })
+                .collect(),
         }
     }
+}
+
+/// Sorts cells into model order: family rank, qualifier, newest first. The
+/// sort is stable, so copies of a cell keep the order they came in.
+fn sort_model_order(row: &RowView<'_>, cells: &mut [RowCell]) {
+    cells.sort_by(|a, b| {
+        a.family
+            .cmp(&b.family)
+            .then_with(|| row.qualifier(a).cmp(row.qualifier(b)))
+            .then_with(|| b.timestamp.cmp(&a.timestamp))
+    });
+}
+
+/// True with probability `p`: a row sample's draw.
+fn sample(p: f64) -> bool {
+    use std::cell::Cell;
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new(
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64) | 1
+        );
+    }
+    let draw = STATE.with(|s| {
+        let mut x = crate::workload::SplitMix64(s.get());
+        let v = x.next_u64();
+        s.set(x.0);
+        v
+    });
+    (draw >> 11) as f64 / (1u64 << 53) as f64 <= p
 }
 
 /// What a forward read may skip without changing what a filter returns
@@ -303,6 +541,7 @@ impl Filter {
 /// What filters see of the row besides its cells: the read's family names
 /// (by rank) and the bytes the cells' ranges point into.
 pub(crate) struct RowView<'a> {
+    pub key: &'a [u8],
     pub families: &'a [String],
     pub bytes: &'a [u8],
 }
@@ -314,6 +553,10 @@ impl RowView<'_> {
 
     fn qualifier(&self, c: &RowCell) -> &[u8] {
         self.bytes.get(c.qualifier.clone()).unwrap_or_default()
+    }
+
+    fn value(&self, c: &RowCell) -> &[u8] {
+        self.bytes.get(c.value.clone()).unwrap_or_default()
     }
 }
 
@@ -393,7 +636,7 @@ mod tests {
         }
 
         fn apply(&self, f: &Filter) -> Vec<(u16, String, i64)> {
-            let view = RowView { families: &self.families, bytes: &self.bytes };
+            let view = RowView { key: b"r", families: &self.families, bytes: &self.bytes };
             f.apply(&view, self.cells.clone())
                 .iter()
                 .map(|c| (c.family, String::from_utf8_lossy(view.qualifier(c)).into_owned(), c.timestamp))

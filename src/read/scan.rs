@@ -82,7 +82,7 @@ impl RowScanner {
             let mut cells = std::mem::take(&mut self.cells);
             cells.clear();
             cells.extend(self.live.iter().map(|c| self.row_cell(c)));
-            let view = RowView { families: &self.names, bytes: self.row.bytes() };
+            let view = RowView { key: self.row.key(), families: &self.names, bytes: self.row.bytes() };
             let mut cells = self.filter.apply(&view, cells);
             let row = (!cells.is_empty()).then(|| self.group(&mut cells));
             self.cells = cells;

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::Path;
 
 use cellardb::{Db, Filter, Row, RowRange, RowSet};
-use regex::bytes::{Regex, RegexBuilder};
+use regex::bytes::RegexBuilder;
 use serde_json::json;
 
 use crate::show::{escape, iso_time, ratio, unescape};
@@ -117,72 +117,39 @@ fn parse_columns(value: &str) -> Result<Vec<ColumnSpec>, Failure> {
     Ok(specs)
 }
 
-/// `pattern` matching whole byte strings, as Bigtable's regex filters do.
-fn whole_match(pattern: &str) -> Result<Regex, Failure> {
+/// Checks `pattern` before the read, for a usage error rather than a
+/// failed read.
+fn whole_match(pattern: &str) -> Result<(), Failure> {
     RegexBuilder::new(&format!("^(?:{pattern})$"))
         .unicode(false)
         .build()
+        .map(drop)
         .map_err(|e| Failure::Usage(format!("invalid regular expression {pattern:?}: {e}")))
 }
 
-/// What a read asks of the engine, and what is left to do here: a single
-/// column spec is a filter; several are a union, which the engine's
-/// filters cannot say yet (no `interleave`), so they are applied to the
-/// rows read.
-struct ColumnSelection {
-    filter: Filter,
-    union: Vec<(Option<Regex>, Option<Regex>)>,
-}
-
-impl ColumnSelection {
-    fn of(specs: &[ColumnSpec]) -> Result<ColumnSelection, Failure> {
-        if specs.len() <= 1 {
-            let filters = specs.iter().flat_map(|s| {
-                let f = s.family.as_deref().map(Filter::family_name_regex);
-                let q = s.qualifier.as_deref().map(Filter::column_qualifier_regex);
-                f.into_iter().chain(q)
-            });
-            return Ok(ColumnSelection { filter: Filter::chain(filters), union: Vec::new() });
-        }
-        let regex = |p: &Option<String>| p.as_deref().map(whole_match).transpose();
-        let union =
-            specs.iter().map(|s| Ok((regex(&s.family)?, regex(&s.qualifier)?))).collect::<Result<_, Failure>>()?;
-        Ok(ColumnSelection { filter: Filter::pass_all(), union })
-    }
-
-    /// `row` with only the selected columns; `None` if none is left.
-    fn apply(&self, mut row: Row) -> Option<Row> {
-        if self.union.is_empty() {
-            return Some(row);
-        }
-        let selected = |f: &str, q: &[u8]| {
-            self.union.iter().any(|(fr, qr)| {
-                fr.as_ref().is_none_or(|r| r.is_match(f.as_bytes())) && qr.as_ref().is_none_or(|r| r.is_match(q))
-            })
-        };
-        for family in &mut row.families {
-            family.columns.retain(|c| selected(&family.name, &c.qualifier));
-        }
-        row.families.retain(|f| !f.columns.is_empty());
-        (!row.families.is_empty()).then_some(row)
+/// The filter of `columns=`: one spec is a chain of a family and a
+/// qualifier regex; several are their interleave, as `cbt` builds them.
+fn columns_filter(specs: &[ColumnSpec]) -> Filter {
+    let one = |s: &ColumnSpec| {
+        let f = s.family.as_deref().map(Filter::family_name_regex);
+        let q = s.qualifier.as_deref().map(Filter::column_qualifier_regex);
+        Filter::chain(f.into_iter().chain(q))
+    };
+    match specs {
+        [] => Filter::pass_all(),
+        [spec] => one(spec),
+        _ => Filter::interleave(specs.iter().map(one)),
     }
 }
 
 /// `read TABLE [prefix=] [start=] [end=] [count=] [columns=]`.
 pub fn read(dir: &Path, table: &str, args: &[String], json: bool, out: &mut Out) -> Outcome {
     let args = ReadArgs::parse(args, &["prefix", "start", "end", "count", "columns"])?;
-    let columns = ColumnSelection::of(&args.columns)?;
     let db = open(dir)?;
     let t = db.table(table)?;
-    let mut shown = 0;
-    for row in t.read_rows(args.row_set(), &columns.filter) {
-        if args.count.is_some_and(|n| shown >= n) {
-            break;
-        }
-        if let Some(row) = columns.apply(row?) {
-            print_row(&row, json, out)?;
-            shown += 1;
-        }
+    let rows = t.read_rows(args.row_set(), &columns_filter(&args.columns));
+    for row in rows.limit(args.count.unwrap_or(usize::MAX)) {
+        print_row(&row?, json, out)?;
     }
     Ok(())
 }
@@ -191,9 +158,8 @@ pub fn read(dir: &Path, table: &str, args: &[String], json: bool, out: &mut Out)
 pub fn lookup(dir: &Path, table: &str, row: &str, args: &[String], json: bool, out: &mut Out) -> Outcome {
     let args = ReadArgs::parse(args, &["columns"])?;
     let key = unescape(row).map_err(Failure::Usage)?;
-    let columns = ColumnSelection::of(&args.columns)?;
     let db = open(dir)?;
-    let found = db.table(table)?.read_row(&key, &columns.filter)?.and_then(|r| columns.apply(r));
+    let found = db.table(table)?.read_row(&key, &columns_filter(&args.columns))?;
     match found {
         Some(row) => print_row(&row, json, out),
         None => Err(Failure::NotFound(format!("row \"{}\" not found in table {table}", escape(&key)))),

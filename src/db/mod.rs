@@ -11,6 +11,7 @@
 //! take only a read lock on `current`, for the time of an `Arc` clone.
 
 mod admin;
+mod atomic;
 mod compact;
 mod flush;
 mod open;

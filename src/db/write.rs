@@ -113,7 +113,7 @@ impl Core {
         self.commit_locked(&mut cs, group)
     }
 
-    fn commit_locked(&self, cs: &mut CommitState, group: &[&[RowWrite]]) -> Vec<Vec<Result<()>>> {
+    pub(super) fn commit_locked(&self, cs: &mut CommitState, group: &[&[RowWrite]]) -> Vec<Vec<Result<()>>> {
         let refuse = |e: Error| group.iter().map(|rows| rows.iter().map(|_| Err(e.clone())).collect()).collect();
         if let Err(e) = self.check_writable() {
             return refuse(e);

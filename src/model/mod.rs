@@ -4,12 +4,14 @@
 mod cell;
 mod gc_rule;
 mod mutation;
+mod rmw;
 mod row;
 mod schema;
 
 pub use cell::{TimeRange, Timestamp};
 pub use gc_rule::GcRule;
 pub use mutation::{Mutation, limits};
+pub use rmw::ReadModifyWrite;
 pub use row::{Cell, Column, Family, Row};
 pub use schema::{FamilySchema, TableSchema};
 

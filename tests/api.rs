@@ -265,3 +265,62 @@ fn every_limit_is_an_invalid_argument_naming_it() {
     let ts = t.read_row("srv", &Filter::pass_all()).unwrap().unwrap().latest("cf1", "a").unwrap().timestamp;
     assert!(ts % 1000 == 0 && (Timestamp::now().micros() - ts).abs() < 60_000_000, "{ts}");
 }
+
+// ---------------------------------------------------------------- sample_row_keys
+
+#[test]
+fn sample_row_keys_split_the_table_into_even_ranges_without_reading_data() {
+    let (_d, db, t) = table();
+    assert_eq!(t.sample_row_keys().unwrap(), [(bytes::Bytes::new(), 0)], "an empty table: only the end");
+    // Incompressible values: bytes on disk follow the rows.
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for i in 0..4000 {
+        let value: Vec<u8> = (0..256)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        t.mutate_row(format!("row{i:05}"), [set("cf1", "v", 1, value)]).unwrap();
+    }
+    db.flush().unwrap();
+    let decoded = db.stats().unwrap().tables[0].families[0].blocks_decoded;
+    let samples = t.sample_row_keys().unwrap();
+    assert_eq!(db.stats().unwrap().tables[0].families[0].blocks_decoded, decoded, "indexes only");
+
+    let (last, total) = samples.last().unwrap().clone();
+    assert!(last.is_empty());
+    assert_eq!(total, t.stats().unwrap().sst_bytes() - sst_metadata_bytes(&db), "the end offset is the data's size");
+    // About 1 MiB of data at one sample per 64 KiB at least.
+    assert!((10..=101).contains(&samples.len()), "{} samples", samples.len());
+    assert!(samples.windows(2).all(|w| w[0].1 < w[1].1), "offsets ascend");
+    assert!(samples[..samples.len() - 1].windows(2).all(|w| w[0].0 < w[1].0), "keys ascend");
+    // Each range holds a like number of rows: bytes track rows here.
+    let keys: Vec<String> =
+        samples[..samples.len() - 1].iter().map(|(k, _)| String::from_utf8(k.to_vec()).unwrap()).collect();
+    let row_of = |k: &str| k["row".len()..].parse::<i64>().unwrap();
+    let mut bounds = vec![-1];
+    bounds.extend(keys.iter().map(|k| row_of(k)));
+    bounds.push(3999);
+    let sizes: Vec<i64> = bounds.windows(2).map(|w| w[1] - w[0]).collect();
+    let expected = 4000 / sizes.len() as i64;
+    assert!(sizes[..sizes.len() - 1].iter().all(|&s| s >= expected / 2 && s <= expected * 2), "{sizes:?}");
+}
+
+/// Bytes of the SSTables that are not data blocks (index, filter,
+/// properties, footer): `sample_row_keys` counts data blocks only.
+fn sst_metadata_bytes(db: &Db) -> u64 {
+    let dir = db.path().to_path_buf();
+    std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+        .map(|p| {
+            let data = bytes::Bytes::from(std::fs::read(&p).unwrap());
+            let r = cellardb::sst::SstReader::open(&p, data, 0).unwrap();
+            r.file_size() - r.index().iter().map(|e| u64::from(e.handle.stored_len)).sum::<u64>()
+        })
+        .sum()
+}

@@ -16,6 +16,7 @@ mod compact;
 mod flush;
 mod open;
 mod read;
+mod sample;
 mod stats;
 mod table;
 mod version;

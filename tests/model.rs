@@ -96,7 +96,7 @@ fn mutation(rng: &mut Rng) -> Mutation {
 
 /// A random filter, as the engine's `Filter` and the model's mirror.
 fn filter(rng: &mut Rng, depth: u32) -> (Filter, ModelFilter) {
-    let choice = if depth > 0 { rng.below(7) } else { rng.below(8) };
+    let choice = if depth > 1 { rng.below(11) } else { rng.below(15) };
     match choice {
         0 => (Filter::pass_all(), ModelFilter::PassAll),
         1 => (Filter::block_all(), ModelFilter::BlockAll),
@@ -130,6 +130,40 @@ fn filter(rng: &mut Rng, depth: u32) -> (Filter, ModelFilter) {
         6 => {
             let n = 1 + rng.below(3) as u32;
             (Filter::cells_per_column_limit(n), ModelFilter::PerColumn(n as usize))
+        }
+        7 => {
+            let bound = |rng: &mut Rng| {
+                let v = vec![b'v', b'0' + rng.below(10) as u8];
+                match rng.below(3) {
+                    0 => Bound::Included(v),
+                    1 => Bound::Excluded(v),
+                    _ => Bound::Unbounded,
+                }
+            };
+            let (lo, hi) = (bound(rng), bound(rng));
+            (Filter::value_range(lo.clone(), hi.clone()), ModelFilter::ValueRange(lo, hi))
+        }
+        8 => {
+            let n = rng.below(4) as u32;
+            (Filter::cells_per_row_offset(n), ModelFilter::RowOffset(n as usize))
+        }
+        9 => {
+            let n = 1 + rng.below(4) as u32;
+            (Filter::cells_per_row_limit(n), ModelFilter::RowLimit(n as usize))
+        }
+        10 => (Filter::strip_value(), ModelFilter::StripValue),
+        11 => {
+            let (p, mp) = filter(rng, depth + 1);
+            let branch = |rng: &mut Rng| rng.chance(80).then(|| filter(rng, depth + 1));
+            let (t, f) = (branch(rng), branch(rng));
+            let engine = Filter::condition(p, t.as_ref().map(|b| b.0.clone()), f.as_ref().map(|b| b.0.clone()));
+            let model = ModelFilter::Condition(Box::new(mp), t.map(|b| Box::new(b.1)), f.map(|b| Box::new(b.1)));
+            (engine, model)
+        }
+        12 => {
+            let (a, ma) = filter(rng, depth + 1);
+            let (b, mb) = filter(rng, depth + 1);
+            (Filter::interleave([a, b]), ModelFilter::Interleave(vec![ma, mb]))
         }
         _ => {
             let (a, ma) = filter(rng, depth + 1);

@@ -301,15 +301,16 @@ impl Filter {
         }
     }
 
-    /// Whether a sink lies inside the filter: then cells reach the output
-    /// past filters that would drop them.
-    fn sinks(&self) -> bool {
+    /// Whether what the filter outputs of one family can depend on the
+    /// row's other families (a count over the row, a condition), or cells
+    /// leave it for the output directly (a sink): then the filters after it
+    /// in a chain cannot prune families from the read.
+    fn sees_whole_row(&self) -> bool {
         match self {
-            Filter::Sink => true,
-            Filter::Chain(fs) | Filter::Interleave(fs) => fs.iter().any(Filter::sinks),
-            Filter::Condition { predicate, true_filter, false_filter } => {
-                predicate.sinks() || true_filter.iter().chain(false_filter).any(|f| f.sinks())
+            Filter::Sink | Filter::CellsPerRowOffset(_) | Filter::CellsPerRowLimit(_) | Filter::Condition { .. } => {
+                true
             }
+            Filter::Chain(fs) | Filter::Interleave(fs) => fs.iter().any(Filter::sees_whole_row),
             _ => false,
         }
     }
@@ -321,11 +322,21 @@ impl Filter {
             Filter::BlockAll => false,
             Filter::FamilyNameRegex(p) => p.is_match(name.as_bytes()),
             Filter::ColumnRange { family, .. } => family == name,
-            // A sink sends cells out past the filters after it.
-            Filter::Chain(fs) if fs.iter().any(Filter::sinks) => {
-                fs.iter().take_while(|f| !f.sinks()).all(|f| f.may_select_family(name))
+            // A family dropped by any filter of a chain is never output,
+            // unless a filter before it needs the family's cells to decide
+            // about others (a count over the row, a condition) or sends
+            // cells out past it (a sink).
+            Filter::Chain(fs) => {
+                for f in fs {
+                    if !f.may_select_family(name) {
+                        return false;
+                    }
+                    if f.sees_whole_row() {
+                        return true;
+                    }
+                }
+                true
             }
-            Filter::Chain(fs) => fs.iter().all(|f| f.may_select_family(name)),
             Filter::Interleave(fs) => fs.iter().any(|f| f.may_select_family(name)),
             // The predicate reads the row too.
             Filter::Condition { predicate, true_filter, false_filter } => {

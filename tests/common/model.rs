@@ -64,6 +64,12 @@ pub enum ModelFilter {
     Timestamps(i64, Option<i64>),
     PerColumn(usize),
     Chain(Vec<ModelFilter>),
+    Interleave(Vec<ModelFilter>),
+    Condition(Box<ModelFilter>, Option<Box<ModelFilter>>, Option<Box<ModelFilter>>),
+    ValueRange(Bound<Vec<u8>>, Bound<Vec<u8>>),
+    RowOffset(usize),
+    RowLimit(usize),
+    StripValue,
 }
 
 /// The model database: rows of one table, and each family's GC rule.
@@ -189,6 +195,21 @@ impl ModelFilter {
                 out
             }
             ModelFilter::Chain(fs) => fs.iter().fold(cells, |cells, f| f.apply(cells)),
+            ModelFilter::Interleave(fs) => {
+                let mut out: Vec<ModelCell> = fs.iter().flat_map(|f| f.apply(cells.clone())).collect();
+                out.sort_by(|a, b| (&a.1, &a.2, std::cmp::Reverse(a.3)).cmp(&(&b.1, &b.2, std::cmp::Reverse(b.3))));
+                out
+            }
+            ModelFilter::Condition(p, t, f) => {
+                let branch = if p.apply(cells.clone()).is_empty() { f } else { t };
+                branch.as_ref().map_or_else(Vec::new, |b| b.apply(cells))
+            }
+            ModelFilter::ValueRange(lo, hi) => {
+                cells.into_iter().filter(|c| after(lo, &c.4) && before(hi, &c.4)).collect()
+            }
+            ModelFilter::RowOffset(n) => cells.into_iter().skip(*n).collect(),
+            ModelFilter::RowLimit(n) => cells.into_iter().take(*n).collect(),
+            ModelFilter::StripValue => cells.into_iter().map(|c| (c.0, c.1, c.2, c.3, Vec::new())).collect(),
         }
     }
 }

@@ -54,6 +54,16 @@ impl SstIter {
         if self.reverse || cur.cmp_internal(target).is_ge() {
             return Ok(());
         }
+        let past_end = match &self.hi {
+            Bound::Unbounded => false,
+            Bound::Included(k) => target > k,
+            Bound::Excluded(k) => target >= k,
+        };
+        if past_end {
+            // Nothing left in bounds: end without reading another block.
+            self.block = None;
+            return Ok(());
+        }
         let in_block = self.block.as_ref().and_then(|b| b.entry(b.len().wrapping_sub(1)));
         if in_block.is_some_and(|last| last.cmp_internal(target).is_ge()) {
             if let Some(block) = &self.block {

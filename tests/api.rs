@@ -86,6 +86,7 @@ fn check_and_mutate_with_an_empty_branch_writes_nothing() {
 fn check_and_mutate_refuses_bad_input_and_writes_nothing() {
     let (_d, _db, t) = table();
     invalid(t.check_and_mutate_row("", &Filter::pass_all(), [set("cf1", "a", 1, "x")], []), "row key is empty");
+    invalid(t.check_and_mutate_row("r", &Filter::pass_all(), [], []), "at least one");
     invalid(t.check_and_mutate_row("r", &Filter::value_regex("("), [set("cf1", "a", 1, "x")], []), "invalid regex");
     // Checked before the predicate decides: a branch not taken is refused too.
     let bad_time = Mutation::set_cell("cf1", "a", 1500, "x");

@@ -376,6 +376,7 @@ fn invalid_filters_are_refused_with_the_rule_they_break() {
     refused(Filter::row_sample(1.0), "row_sample");
     refused(Filter::cells_per_row_limit(0), "cells_per_row_limit");
     refused(Filter::cells_per_column_limit(0), "cells_per_column_limit");
+    refused(Filter::timestamp_range(TimeRange { start: 0, end: Some(i64::MIN) }), "timestamp_range");
     refused(Filter::chain([Filter::apply_label("a"), Filter::apply_label("b")]), "label");
     refused(Filter::condition(Filter::pass_all(), Some(column("(")), None), "invalid regex");
     // Two labels in an interleave label separate copies: allowed.

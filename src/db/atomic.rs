@@ -16,7 +16,8 @@ impl Table {
     /// Applies `true_mutations` to row `key` if `predicate` outputs any cell
     /// of it, else `false_mutations`, atomically with respect to every other
     /// writer; returns whether the predicate matched. (`Filter::pass_all()`
-    /// asks whether the row exists.) An empty list writes nothing.
+    /// asks whether the row exists.) One list may be empty: then that
+    /// outcome writes nothing.
     ///
     /// # Errors
     /// `Error::InvalidArgument` for an invalid key, predicate or mutation
@@ -32,6 +33,11 @@ impl Table {
         validate_row_key(key)?;
         let (on_true, on_false): (Vec<Mutation>, Vec<Mutation>) =
             (true_mutations.into_iter().collect(), false_mutations.into_iter().collect());
+        if on_true.is_empty() && on_false.is_empty() {
+            return Err(Error::InvalidArgument(
+                "check_and_mutate_row needs a mutation in at least one of its two lists".into(),
+            ));
+        }
         for list in [&on_true, &on_false].into_iter().filter(|l| !l.is_empty()) {
             validate_row_mutation(key, list)?;
         }

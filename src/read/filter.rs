@@ -267,6 +267,9 @@ impl Filter {
                 Ok(_) => Ok(()),
                 Err(e) => bad(format!("invalid regex {:?}: {e}", p.source)),
             },
+            Filter::TimestampRange(r) if r.end.is_some_and(|end| end < r.start) => {
+                bad(format!("timestamp_range ends ({:?}) before it starts ({})", r.end, r.start))
+            }
             Filter::CellsPerColumnLimit(0) => bad("cells_per_column_limit must be > 0".into()),
             Filter::CellsPerRowLimit(0) => bad("cells_per_row_limit must be > 0".into()),
             Filter::RowSample(p) if !(*p > 0.0 && *p < 1.0) => {

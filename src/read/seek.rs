@@ -148,7 +148,7 @@ impl Seeker {
         InternalKey {
             row: Bytes::copy_from_slice(&self.row),
             qualifier: Bytes::copy_from_slice(qualifier),
-            timestamp: end - 1,
+            timestamp: end.saturating_sub(1),
             seq: u64::MAX,
             kind: EntryKind::Put,
         }

@@ -268,8 +268,10 @@ pub fn decode_blob(blob: &[u8]) -> Option<[i32; 4]> {
     rest.is_empty().then_some(values)
 }
 
-/// (year, month, day) of day `z` since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+/// (year, month, day) of day `z` since 1970-01-01, proleptic Gregorian
+/// (Howard Hinnant's algorithm): the calendar of the workload's keys, and
+/// of the times `cellar` prints.
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

@@ -3,31 +3,13 @@
 //! cells than cellardb returns for the same plan.
 #![cfg(feature = "rocksdb")]
 
+mod common;
+
 use cellardb::baseline::RocksBaseline;
-use cellardb::lab::{self, Query};
+use cellardb::lab;
 use cellardb::workload::{SchemaPattern, Workload};
 use cellardb::{Durability, GcRule, Options};
-
-/// Two balloons over eight days: two ISO weeks, the second one day long.
-const WORKLOAD: Workload = Workload { balloons: 2, days: 8, seed: 42 };
-
-/// The queries of tests/lab.rs.
-fn queries() -> Vec<Query> {
-    let last_hour = WORKLOAD.minutes() / 60 - 1;
-    let mut qs = vec![
-        Query::BalloonWeek { balloon: 0, week: 0 },
-        Query::BalloonWeek { balloon: 1, week: 1 },
-        Query::Latest { balloon: 0 },
-        Query::Latest { balloon: 1 },
-        Query::FleetMinute { minute: 0 },
-        Query::FleetMinute { minute: 7 * 1440 + 59 },
-        Query::FleetMinute { minute: WORKLOAD.minutes() - 1 },
-    ];
-    for (metric, hour) in [(0, 0), (1, 30), (2, 7 * 24), (3, last_hour)] {
-        qs.push(Query::MetricHour { balloon: 1, metric, hour });
-    }
-    qs
-}
+use common::lab::{WORKLOAD, queries};
 
 /// Cells cellardb returns for each of `queries()` on `pattern`.
 fn cellardb_cells(pattern: SchemaPattern) -> Vec<u64> {

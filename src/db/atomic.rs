@@ -9,7 +9,7 @@ use bytes::Bytes;
 
 use super::Table;
 use super::write::RowWrite;
-use crate::model::{ReadModifyWrite, limits, validate_row_key, validate_row_mutation};
+use crate::model::{ReadModifyWrite, limits, validate_qualifier, validate_row_key, validate_row_mutation};
 use crate::{Cell, Column, Error, Family, Filter, Mutation, Result, Row, Timestamp};
 
 impl Table {
@@ -114,13 +114,7 @@ impl Table {
         let table = sv.schema.table_by_id(self.id).ok_or_else(|| Error::table_not_found(&self.name))?;
         for rule in rules {
             let (family, qualifier) = rule.column();
-            if qualifier.len() > limits::MAX_QUALIFIER {
-                return Err(Error::InvalidArgument(format!(
-                    "qualifier is {} bytes, over the limit of {} bytes",
-                    qualifier.len(),
-                    limits::MAX_QUALIFIER
-                )));
-            }
+            validate_qualifier(qualifier)?;
             if !table.families.iter().any(|f| f.name == family) {
                 return Err(Error::NotFound { kind: "column family", name: format!("{}:{family}", self.name) });
             }

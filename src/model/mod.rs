@@ -16,5 +16,5 @@ pub use row::{Cell, Column, Family, Row};
 pub use schema::{FamilySchema, TableSchema};
 
 pub(crate) use cell::now_micros;
-pub(crate) use mutation::{validate_row_key, validate_row_mutation};
+pub(crate) use mutation::{validate_qualifier, validate_row_key, validate_row_mutation};
 pub(crate) use schema::{validate_family_name, validate_table_name};

@@ -171,7 +171,8 @@ fn validate_mutation(m: &Mutation) -> Result<()> {
     }
 }
 
-fn validate_qualifier(q: &[u8]) -> Result<()> {
+/// Checks a qualifier against Bigtable's limit of 16 KiB.
+pub(crate) fn validate_qualifier(q: &[u8]) -> Result<()> {
     if q.len() > limits::MAX_QUALIFIER {
         return Err(Error::InvalidArgument(format!(
             "column qualifier is {} bytes, over the limit of {} bytes",

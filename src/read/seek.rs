@@ -94,13 +94,14 @@ impl Seeker {
                 tombstoned: false,
             })
             .collect();
+        let (first_column, last_column) = filter.head_qualifier_bounds();
         Some(Seeker {
             families: families_seen,
             drops: families.iter().map(|f| f.drops.clone()).collect(),
             filter: filter.clone(),
             time: filter.head_time(),
-            first_column: filter.head_qualifier_bounds().0,
-            last_column: filter.head_qualifier_bounds().1,
+            first_column,
+            last_column,
             limit: filter.head_column_limit(),
             snapshot,
             row: Vec::new(),

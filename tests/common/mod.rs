@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod lab;
 pub mod model;
 
 use std::path::Path;

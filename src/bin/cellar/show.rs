@@ -57,7 +57,7 @@ pub fn unescape(text: &str) -> Result<Vec<u8>, String> {
 pub fn iso_time(micros: i64) -> String {
     let days = micros.div_euclid(86_400_000_000);
     let of_day = micros.rem_euclid(86_400_000_000);
-    let (y, m, d) = civil_from_days(days);
+    let (y, m, d) = cellardb::workload::civil_from_days(days);
     let (secs, sub) = (of_day / 1_000_000, of_day % 1_000_000);
     let (h, min, s) = (secs / 3600, secs / 60 % 60, secs % 60);
     if sub % 1000 == 0 {
@@ -65,20 +65,6 @@ pub fn iso_time(micros: i64) -> String {
     } else {
         format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{sub:06}Z")
     }
-}
-
-/// Year, month, day of the day `days` after 1970-01-01 (proleptic
-/// Gregorian; Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 /// The name of an entry kind, as `--json` gives it.

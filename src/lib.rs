@@ -58,8 +58,8 @@ pub use compaction::CompactionStrategy;
 pub use db::{Db, FamilyStats, LevelStats, ReadRows, RecoveryReport, RowIter, Stats, Table, TableStats};
 pub use error::{Error, Result};
 pub use model::{
-    Cell, Column, Family, FamilySchema, GcRule, Mutation, ReadModifyWrite, Row, TableSchema, TimeRange, Timestamp,
-    limits,
+    Aggregate, Cell, Column, Family, FamilySchema, GcRule, Mutation, ReadModifyWrite, Row, TableSchema, TimeRange,
+    Timestamp, limits,
 };
 pub use options::{Compression, Durability, Options, RecoveryMode};
 pub use read::{BytesRegex, Filter, RowRange, RowSet};

@@ -8,7 +8,7 @@ use cellardb::{Db, Error, FamilySchema, Filter, GcRule, Mutation, RowSet, TableS
 use common::*;
 
 fn family(name: &str, gc_rule: GcRule) -> FamilySchema {
-    FamilySchema { name: name.into(), gc_rule }
+    FamilySchema { name: name.into(), gc_rule, aggregate: None }
 }
 
 #[test]

@@ -11,7 +11,7 @@ use crate::Result;
 use crate::iter::{MergingIter, RowGather};
 use crate::key::EntryRef;
 use crate::manifest::RangeDrop;
-use crate::model::GcRule;
+use crate::model::{Aggregate, GcRule};
 use crate::read::dropped_below;
 use crate::sst::{SstIter, SstReader, SstSummary, SstWriter};
 
@@ -24,6 +24,8 @@ pub(crate) struct Job<'a> {
     pub older: &'a [Arc<SstReader>],
     /// The family's GC rule.
     pub gc_rule: &'a GcRule,
+    /// The family's aggregate, if it is an aggregate family.
+    pub aggregate: Option<Aggregate>,
     /// The compaction's clock, µs.
     pub now: i64,
     /// Where the output goes.
@@ -65,10 +67,13 @@ impl Job<'_> {
                 gc_rule: self.gc_rule,
                 now: self.now,
                 dropped_below: dropped_below(self.drops, row.key()),
+                aggregate: self.aggregate,
             };
             keep_row(&entries, &ctx, &mut keep);
             for k in &keep {
-                sink.add(EntryRef { seq: k.seq, kind: k.kind, ..entries[k.index] }, new_writer)?;
+                let merged = k.merged.map(i64::to_be_bytes);
+                let value = merged.as_ref().map_or(entries[k.index].value, |m| &m[..]);
+                sink.add(EntryRef { seq: k.seq, kind: k.kind, value, ..entries[k.index] }, new_writer)?;
             }
             sink.end_row()?;
         }

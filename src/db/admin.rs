@@ -8,7 +8,7 @@
 
 use super::{Core, Db, Table};
 use crate::manifest::{self, FamilyMeta, ManifestState, RangeDrop, TableMeta};
-use crate::model::{FamilySchema, GcRule, TableSchema, validate_family_name, validate_table_name};
+use crate::model::{Aggregate, FamilySchema, GcRule, TableSchema, validate_family_name, validate_table_name};
 use crate::read::{KeySpan, RowRange};
 use crate::{Error, Result};
 
@@ -40,7 +40,7 @@ impl Db {
             m.next_table += 1;
             m.tables.push(TableMeta { id, name: name.to_owned(), families: Vec::new() });
             for (f, rule) in &families {
-                add_family(m, id, f, rule.clone())?;
+                add_family(m, id, f, rule.clone(), None)?;
             }
             Ok(())
         })?;
@@ -53,11 +53,33 @@ impl Db {
     /// `Error::NotFound` for an unknown table, `Error::AlreadyExists` if the
     /// family exists, `Error::InvalidArgument` for a bad name or rule.
     pub fn create_family(&self, table: &str, family: &str, gc_rule: GcRule) -> Result<()> {
+        self.create_family_of(table, family, gc_rule, None)
+    }
+
+    /// Adds aggregate family `family` to `table`: its cells merge what is
+    /// written to them with `aggregate` (see [`Mutation::add_to_cell`]).
+    /// A family's aggregate is fixed for its life, as in Bigtable.
+    ///
+    /// [`Mutation::add_to_cell`]: crate::Mutation::add_to_cell
+    ///
+    /// # Errors
+    /// As [`Db::create_family`].
+    pub fn create_aggregate_family(
+        &self,
+        table: &str,
+        family: &str,
+        aggregate: Aggregate,
+        gc_rule: GcRule,
+    ) -> Result<()> {
+        self.create_family_of(table, family, gc_rule, Some(aggregate))
+    }
+
+    fn create_family_of(&self, table: &str, family: &str, gc_rule: GcRule, aggregate: Option<Aggregate>) -> Result<()> {
         validate_family_name(family)?;
         gc_rule.validate()?;
         self.core().update_schema(|m| {
             let id = table_mut(m, table)?.id;
-            add_family(m, id, family, gc_rule)
+            add_family(m, id, family, gc_rule, aggregate)
         })
     }
 
@@ -122,7 +144,7 @@ impl Db {
             families: t
                 .families
                 .iter()
-                .map(|f| FamilySchema { name: f.name.clone(), gc_rule: f.gc_rule.clone() })
+                .map(|f| FamilySchema { name: f.name.clone(), gc_rule: f.gc_rule.clone(), aggregate: f.aggregate })
                 .collect(),
         })
     }
@@ -143,13 +165,19 @@ fn table_mut<'a>(m: &'a mut ManifestState, name: &str) -> Result<&'a mut TableMe
 }
 
 /// Adds a family with a fresh store id, keeping families in name order.
-fn add_family(m: &mut ManifestState, table: u32, family: &str, gc_rule: GcRule) -> Result<()> {
+fn add_family(
+    m: &mut ManifestState,
+    table: u32,
+    family: &str,
+    gc_rule: GcRule,
+    aggregate: Option<Aggregate>,
+) -> Result<()> {
     let store = m.next_store;
     let t = m.tables.iter_mut().find(|t| t.id == table).ok_or_else(|| Error::table_not_found(family))?;
     if t.families.iter().any(|f| f.name == family) {
         return Err(Error::AlreadyExists { kind: "column family", name: format!("{}:{family}", t.name) });
     }
-    t.families.push(FamilyMeta { name: family.to_owned(), store, gc_rule });
+    t.families.push(FamilyMeta { name: family.to_owned(), store, gc_rule, aggregate });
     t.families.sort_by(|a, b| a.name.cmp(&b.name));
     m.next_store += 1;
     Ok(())

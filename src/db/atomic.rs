@@ -115,8 +115,13 @@ impl Table {
         for rule in rules {
             let (family, qualifier) = rule.column();
             validate_qualifier(qualifier)?;
-            if !table.families.iter().any(|f| f.name == family) {
+            let Some(f) = table.families.iter().find(|f| f.name == family) else {
                 return Err(Error::NotFound { kind: "column family", name: format!("{}:{family}", self.name) });
+            };
+            if f.aggregate.is_some() {
+                return Err(Error::InvalidArgument(format!(
+                    "read_modify_write_row on aggregate column family {family:?}: use Mutation::add_to_cell"
+                )));
             }
         }
         Ok(())

@@ -19,8 +19,9 @@ use super::version::SstHandle;
 use super::{Core, Db, EngineState};
 use crate::compaction::job::{Job, Output};
 use crate::compaction::picker::{self, Choice, FileInfo, OutputLayout};
+use crate::manifest::FamilyMeta;
 use crate::manifest::{self, RangeDrop, SstMeta};
-use crate::model::{GcRule, now_micros};
+use crate::model::now_micros;
 use crate::sst::{self, SstOptions, SstReader, SstWriter};
 use crate::{Error, Result};
 
@@ -38,8 +39,7 @@ pub(crate) const SLOWDOWN_DELAY: Duration = Duration::from_micros(200);
 /// A compaction about to run.
 struct Task {
     store: u32,
-    family: String,
-    gc_rule: GcRule,
+    family: FamilyMeta,
     choice: Choice,
     inputs: Vec<Arc<SstHandle>>,
     older: Vec<Arc<SstReader>>,
@@ -104,7 +104,7 @@ impl Core {
                 self.check_open()?;
                 let files = file_infos(&st, family.store);
                 let Some(choice) = picker::pick_full(&files, self.opts.compaction, &family.gc_rule) else { continue };
-                self.claim(&mut st, family.store, &family.name, &family.gc_rule, choice)
+                self.claim(&mut st, &family, choice)
             };
             self.run_and_release(&task)?;
         }
@@ -129,20 +129,21 @@ impl Core {
                     }
                     let files = file_infos(&st, f.store);
                     if let Some(choice) = picker::pick(&files, &f.gc_rule, now, self.opts.compaction) {
-                        due = Some((f.store, f.name.clone(), f.gc_rule.clone(), choice));
+                        due = Some((f.clone(), choice));
                         break 'search;
                     }
                 }
             }
-            let Some((store, family, gc_rule, choice)) = due else { return Ok(false) };
-            self.claim(&mut st, store, &family, &gc_rule, choice)
+            let Some((family, choice)) = due else { return Ok(false) };
+            self.claim(&mut st, &family, choice)
         };
         self.run_and_release(&task)?;
         Ok(true)
     }
 
     /// Marks `store` busy and gathers what the compaction needs.
-    fn claim(&self, st: &mut EngineState, store: u32, family: &str, gc_rule: &GcRule, choice: Choice) -> Task {
+    fn claim(&self, st: &mut EngineState, family: &FamilyMeta, choice: Choice) -> Task {
+        let store = family.store;
         st.busy.insert(store);
         let chosen: HashSet<u64> = match &choice {
             Choice::Drop(files) | Choice::Merge { inputs: files, .. } => files.iter().copied().collect(),
@@ -163,7 +164,7 @@ impl Core {
             .filter_map(|m| st.handles.get(&m.file).map(|h| h.reader.clone()))
             .collect();
         let drops = drops_of(st, store);
-        Task { store, family: family.to_owned(), gc_rule: gc_rule.clone(), choice, inputs, older, drops }
+        Task { store, family: family.clone(), choice, inputs, older, drops }
     }
 
     fn run_and_release(&self, task: &Task) -> Result<()> {
@@ -183,7 +184,8 @@ impl Core {
         let job = Job {
             inputs: &readers,
             older: &task.older,
-            gc_rule: &task.gc_rule,
+            gc_rule: &task.family.gc_rule,
+            aggregate: task.family.aggregate,
             now: now_micros(),
             layout,
             drops: &task.drops,
@@ -192,7 +194,7 @@ impl Core {
         let mut new_writer = || -> Result<(u64, SstWriter)> {
             let number = self.next_file_number(&mut self.state.lock());
             let path = self.dir.join(sst::file_name(number));
-            Ok((number, SstWriter::create(&*self.fs, &path, &task.family, task.store, options)?))
+            Ok((number, SstWriter::create(&*self.fs, &path, &task.family.name, task.store, options)?))
         };
         let outputs = job.run(&mut new_writer)?;
         if !outputs.is_empty() {
@@ -204,7 +206,7 @@ impl Core {
         log::debug!(
             "cellardb: compacted {} files of {} into {} in {:?}",
             task.inputs.len(),
-            task.family,
+            task.family.name,
             handles.len(),
             started.elapsed()
         );

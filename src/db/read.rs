@@ -146,6 +146,7 @@ impl RowIter {
                 name: f.name.clone(),
                 store: f.store,
                 gc_rule: f.gc_rule.clone(),
+                aggregate: f.aggregate,
                 drops: sv.drops_of(f.store).to_vec(),
             })
             .collect();

@@ -20,7 +20,7 @@ use std::borrow::Cow;
 
 use crate::key::{EntryKind, encode_range_end};
 use crate::memtable::Memtable;
-use crate::model::{Mutation, Timestamp};
+use crate::model::{Mutation, Timestamp, validate_aggregate_value};
 use crate::options::Durability;
 use crate::wal::{LogEntry, RowRecord, WalWriter, encode_record};
 use crate::{Error, Result};
@@ -252,14 +252,10 @@ pub(crate) fn resolve_row<'a>(
     first_seq: u64,
 ) -> Result<RowRecord<'a>> {
     let table = schema.table_by_id(row.table).ok_or_else(|| Error::table_not_found(&row.table_name))?;
-    let store_of = |family: &str| {
-        table
-            .families
-            .iter()
-            .find(|f| f.name == family)
-            .map(|f| f.store)
-            .ok_or_else(|| Error::family_not_found(&table.name, family))
+    let family_of = |family: &str| {
+        table.families.iter().find(|f| f.name == family).ok_or_else(|| Error::family_not_found(&table.name, family))
     };
+    let store_of = |family: &str| family_of(family).map(|f| f.store);
     let tombstone = |store, seq| LogEntry {
         store,
         kind: EntryKind::DeleteFamily,
@@ -271,14 +267,37 @@ pub(crate) fn resolve_row<'a>(
     let mut entries = Vec::with_capacity(row.mutations.len());
     for (seq, m) in (first_seq..).zip(&row.mutations) {
         match m {
-            Mutation::SetCell { family, qualifier, timestamp, value } => entries.push(LogEntry {
-                store: store_of(family)?,
-                kind: EntryKind::Put,
-                seq,
-                qualifier,
-                timestamp: timestamp.resolve(now)?,
-                value: Cow::Borrowed(value),
-            }),
+            Mutation::SetCell { family, qualifier, timestamp, value } => {
+                let f = family_of(family)?;
+                if f.aggregate.is_some() {
+                    validate_aggregate_value(family, value)?;
+                }
+                entries.push(LogEntry {
+                    store: f.store,
+                    kind: EntryKind::Put,
+                    seq,
+                    qualifier,
+                    timestamp: timestamp.resolve(now)?,
+                    value: Cow::Borrowed(value),
+                })
+            }
+            Mutation::AddToCell { family, qualifier, timestamp, input } => {
+                let f = family_of(family)?;
+                if f.aggregate.is_none() {
+                    return Err(Error::InvalidArgument(format!(
+                        "add_to_cell on column family {family:?}, which is not an aggregate family"
+                    )));
+                }
+                // In an aggregate family's store every cell entry is an input.
+                entries.push(LogEntry {
+                    store: f.store,
+                    kind: EntryKind::Put,
+                    seq,
+                    qualifier,
+                    timestamp: timestamp.resolve(now)?,
+                    value: Cow::Owned(input.to_be_bytes().to_vec()),
+                })
+            }
             Mutation::DeleteFromColumn { family, qualifier, range } => entries.push(LogEntry {
                 store: store_of(family)?,
                 kind: EntryKind::DeleteColumn,

@@ -138,6 +138,12 @@ impl RowGather {
         }
     }
 
+    /// Appends `bytes` to the buffer (a value assembly made, such as an
+    /// aggregate cell's) and says where they are.
+    pub fn append(&mut self, bytes: &[u8]) -> Range<usize> {
+        append(&mut self.bytes, bytes)
+    }
+
     /// Takes the buffer (for rows handed out), leaving one of the same capacity.
     pub fn take_bytes(&mut self) -> Vec<u8> {
         let capacity = self.bytes.len();

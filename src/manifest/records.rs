@@ -5,13 +5,14 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::coding::{Cursor, DecodeError, crc32, put_bytes, put_varint};
-use crate::model::GcRule;
+use crate::model::{Aggregate, GcRule};
 
 const MAGIC: &[u8; 8] = b"CELLARMF";
 /// Manifest format version written. Version changes: 1 is the first; 2
-/// adds dropped row ranges and each SSTable's `drops_applied`. Version 1
-/// manifests are read as version 2 with neither.
-const VERSION: u32 = 2;
+/// adds dropped row ranges and each SSTable's `drops_applied`; 3 adds each
+/// family's aggregate. Older manifests are read as version 3 without what
+/// they lack (no drops, plain families).
+const VERSION: u32 = 3;
 /// The oldest version read.
 const OLDEST_VERSION: u32 = 1;
 const HEADER_LEN: usize = 12;
@@ -27,6 +28,15 @@ mod tag {
     pub const SST: u8 = 4;
     pub const END: u8 = 5;
     pub const RANGE_DROP: u8 = 6;
+}
+
+/// A family's aggregate: 0 for a plain family, else the aggregate's tag.
+/// Written to disk: never renumber.
+mod aggregate_tag {
+    pub const PLAIN: u8 = 0;
+    pub const SUM: u8 = 1;
+    pub const MIN: u8 = 2;
+    pub const MAX: u8 = 3;
 }
 
 /// GC rule tags. Written to disk: never renumber.
@@ -113,6 +123,8 @@ pub struct FamilyMeta {
     pub store: u32,
     /// Its GC rule.
     pub gc_rule: GcRule,
+    /// How its cells merge inputs; `None` for a plain family.
+    pub aggregate: Option<Aggregate>,
 }
 
 /// A live SSTable.
@@ -165,6 +177,7 @@ impl ManifestState {
                 put_varint(&mut p, u64::from(f.store));
                 put_bytes(&mut p, f.name.as_bytes());
                 encode_gc_rule(&mut p, &f.gc_rule);
+                p.push(encode_aggregate(f.aggregate));
                 payloads.push(p);
             }
         }
@@ -363,10 +376,11 @@ fn decode_record(payload: &[u8], records_before: u64, version: u32, tables: &[u3
             let store = u32_of(&mut c, "store id")?;
             let name = string(&mut c, "family name")?;
             let gc_rule = decode_gc_rule(&mut c, 1)?;
+            let aggregate = if version >= 3 { decode_aggregate(&mut c)? } else { None };
             if !tables.contains(&table) {
                 return Err(c.error("family of an unknown table"));
             }
-            Record::Family { table, family: FamilyMeta { name, store, gc_rule } }
+            Record::Family { table, family: FamilyMeta { name, store, gc_rule, aggregate } }
         }
         tag::SST => {
             let store = u32_of(&mut c, "store id")?;
@@ -438,6 +452,25 @@ fn sst_record(s: &SstMeta) -> Vec<u8> {
     p
 }
 
+fn encode_aggregate(aggregate: Option<Aggregate>) -> u8 {
+    match aggregate {
+        None => aggregate_tag::PLAIN,
+        Some(Aggregate::Sum) => aggregate_tag::SUM,
+        Some(Aggregate::Min) => aggregate_tag::MIN,
+        Some(Aggregate::Max) => aggregate_tag::MAX,
+    }
+}
+
+fn decode_aggregate(c: &mut Cursor<'_>) -> Result<Option<Aggregate>, DecodeError> {
+    Ok(match c.u8("aggregate")? {
+        aggregate_tag::PLAIN => None,
+        aggregate_tag::SUM => Some(Aggregate::Sum),
+        aggregate_tag::MIN => Some(Aggregate::Min),
+        aggregate_tag::MAX => Some(Aggregate::Max),
+        _ => return Err(DecodeError { offset: c.position() - 1, what: "aggregate" }),
+    })
+}
+
 fn encode_gc_rule(out: &mut Vec<u8>, rule: &GcRule) {
     match rule {
         GcRule::None => out.push(gc_tag::NONE),
@@ -494,7 +527,7 @@ mod tests {
                 id: 1,
                 name: "weather".into(),
                 families: vec![
-                    FamilyMeta { name: "m".into(), store: 1, gc_rule: GcRule::None },
+                    FamilyMeta { name: "m".into(), store: 1, gc_rule: GcRule::None, aggregate: Some(Aggregate::Max) },
                     FamilyMeta {
                         name: "measurements".into(),
                         store: 2,
@@ -502,6 +535,7 @@ mod tests {
                             GcRule::max_versions(5),
                             GcRule::intersection([GcRule::max_age(Duration::from_secs(3600)), GcRule::max_versions(1)]),
                         ]),
+                        aggregate: None,
                     },
                 ],
             }],
@@ -529,18 +563,18 @@ mod tests {
         assert_eq!(ManifestState::decode(&Bytes::from(s.encode())).unwrap(), s);
     }
 
-    /// `state` as version 1 wrote it: no range drops, SSTable records
-    /// without `drops_applied`.
-    fn encode_version_1(state: &ManifestState) -> Vec<u8> {
-        let v2 = state.encode();
+    /// `state` as an older `version` wrote it: family records without the
+    /// aggregate (before 3), SSTable records without `drops_applied` (1).
+    fn encode_old(state: &ManifestState, version: u32) -> Vec<u8> {
+        let current = state.encode();
         let mut out = MAGIC.to_vec();
-        out.extend_from_slice(&1u32.to_le_bytes());
+        out.extend_from_slice(&version.to_le_bytes());
         let mut at = HEADER_LEN;
-        while at < v2.len() {
-            let len = u32::from_le_bytes(v2[at..at + 4].try_into().unwrap()) as usize;
-            let mut payload = v2[at + 8..at + 8 + len].to_vec();
-            if payload[0] == tag::SST {
-                payload.pop(); // drops_applied, one byte below 128
+        while at < current.len() {
+            let len = u32::from_le_bytes(current[at..at + 4].try_into().unwrap()) as usize;
+            let mut payload = current[at + 8..at + 8 + len].to_vec();
+            if payload[0] == tag::FAMILY || (payload[0] == tag::SST && version < 2) {
+                payload.pop(); // the aggregate; drops_applied, one byte below 128
             }
             out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
             out.extend_from_slice(&crc32(&[&payload]).to_le_bytes());
@@ -551,15 +585,36 @@ mod tests {
     }
 
     #[test]
-    fn a_version_1_manifest_reads_as_version_2_without_drops() {
+    fn older_manifests_read_without_what_they_lack() {
         let mut s = sample();
+        s.tables[0].families.iter_mut().for_each(|f| f.aggregate = None);
+        assert_eq!(ManifestState::decode(&Bytes::from(encode_old(&s, 2))).unwrap(), s);
         s.drops.clear();
         s.ssts.iter_mut().for_each(|m| m.drops_applied = 0);
-        assert_eq!(ManifestState::decode(&Bytes::from(encode_version_1(&s))).unwrap(), s);
+        assert_eq!(ManifestState::decode(&Bytes::from(encode_old(&s, 1))).unwrap(), s);
         let mut future = s.encode();
-        future[8] = 3;
+        future[8] = 4;
         let err = ManifestState::decode(&Bytes::from(future)).unwrap_err();
         assert_eq!(err.0, 8, "an unknown version is refused at its offset: {}", err.1);
+    }
+
+    #[test]
+    fn an_unknown_aggregate_is_refused() {
+        let mut s = sample();
+        s.drops.clear();
+        let bytes = s.encode();
+        let payload_len = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        let mut at = HEADER_LEN;
+        while bytes[at + 8] != tag::FAMILY {
+            at += 8 + payload_len(at);
+        }
+        let mut bad = bytes.clone();
+        let last = at + 8 + payload_len(at) - 1;
+        bad[last] = 9;
+        let crc = crc32(&[&bad[at + 8..=last]]);
+        bad[at + 4..at + 8].copy_from_slice(&crc.to_le_bytes());
+        let err = ManifestState::decode(&Bytes::from(bad)).unwrap_err();
+        assert!(err.1.contains("aggregate"), "{}", err.1);
     }
 
     #[test]

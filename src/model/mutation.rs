@@ -1,4 +1,4 @@
-//! The four mutations of a row, and the limits every write is checked against.
+//! The mutations of a row, and the limits every write is checked against.
 
 use bytes::Bytes;
 
@@ -53,6 +53,20 @@ pub enum Mutation {
     },
     /// Deletes every cell of the row.
     DeleteFromRow,
+    /// Merges `input` into the cell at `family:qualifier` and `timestamp`
+    /// of an aggregate family (Bigtable's `AddToCell`): the cell's value
+    /// becomes the family's aggregate of it and the input, or the input if
+    /// there is no cell there yet.
+    AddToCell {
+        /// Column family (must be declared with an aggregate).
+        family: String,
+        /// Column qualifier (any bytes, may be empty).
+        qualifier: Bytes,
+        /// Cell timestamp: explicit, as Bigtable requires for `AddToCell`.
+        timestamp: Timestamp,
+        /// The input merged in.
+        input: i64,
+    },
 }
 
 impl Mutation {
@@ -90,12 +104,29 @@ impl Mutation {
         Mutation::DeleteFromRow
     }
 
+    /// Merges `input` into the cell at `family:qualifier` and `timestamp` of
+    /// an aggregate family.
+    pub fn add_to_cell(
+        family: impl Into<String>,
+        qualifier: impl AsRef<[u8]>,
+        timestamp: impl Into<Timestamp>,
+        input: i64,
+    ) -> Self {
+        Mutation::AddToCell {
+            family: family.into(),
+            qualifier: Bytes::copy_from_slice(qualifier.as_ref()),
+            timestamp: timestamp.into(),
+            input,
+        }
+    }
+
     /// The family this mutation names, if any.
     pub fn family(&self) -> Option<&str> {
         match self {
             Mutation::SetCell { family, .. }
             | Mutation::DeleteFromColumn { family, .. }
-            | Mutation::DeleteFromFamily { family } => Some(family),
+            | Mutation::DeleteFromFamily { family }
+            | Mutation::AddToCell { family, .. } => Some(family),
             Mutation::DeleteFromRow => None,
         }
     }
@@ -138,6 +169,7 @@ pub(crate) fn validate_row_mutation(key: &[u8], mutations: &[Mutation]) -> Resul
             .map(|m| match m {
                 Mutation::SetCell { qualifier, value, .. } => qualifier.len() + value.len(),
                 Mutation::DeleteFromColumn { qualifier, .. } => qualifier.len(),
+                Mutation::AddToCell { qualifier, .. } => qualifier.len() + 8,
                 _ => 0,
             })
             .sum::<usize>();
@@ -166,6 +198,15 @@ fn validate_mutation(m: &Mutation) -> Result<()> {
         Mutation::DeleteFromColumn { qualifier, range, .. } => {
             validate_qualifier(qualifier)?;
             range.validate()
+        }
+        Mutation::AddToCell { qualifier, timestamp, .. } => {
+            validate_qualifier(qualifier)?;
+            if *timestamp == Timestamp::SERVER {
+                return Err(Error::InvalidArgument(
+                    "add_to_cell needs an explicit timestamp, not Timestamp::SERVER (as Bigtable)".into(),
+                ));
+            }
+            Ok(())
         }
         Mutation::DeleteFromFamily { .. } | Mutation::DeleteFromRow => Ok(()),
     }

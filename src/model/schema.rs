@@ -1,6 +1,6 @@
 //! Table and column-family schemas, and the rules their names follow.
 
-use super::{GcRule, limits};
+use super::{Aggregate, GcRule, limits};
 use crate::{Error, Result};
 
 /// A table's name and its column families, in name order.
@@ -26,6 +26,9 @@ pub struct FamilySchema {
     pub name: String,
     /// Which cells the family keeps.
     pub gc_rule: GcRule,
+    /// How its cells merge what is written to them; `None` for a plain
+    /// family, where a write replaces the cell at its timestamp.
+    pub aggregate: Option<Aggregate>,
 }
 
 /// Bigtable's identifier rule `[_a-zA-Z0-9][-_.a-zA-Z0-9]*`, at most `max` bytes.

@@ -10,6 +10,9 @@
 //!   sequence and a timestamp in its range;
 //! - (D) of several cells at one timestamp the highest sequence (met first)
 //!   is the cell; the others were overwritten;
+//! - (A) in an aggregate family, every cell entry is an input instead, and
+//!   the inputs at one timestamp that (F) and (C) leave are merged into one
+//!   cell (the newest input stands for it);
 //! - (V) `max_versions(n)` *counts out*, for good, a cell pushed out of its
 //!   column's `n` newest cells not yet counted out, after any mutation;
 //! - (G) the family's GC rule collects a cell by whether it was counted out
@@ -31,7 +34,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use crate::key::{EntryKind, EntryRef};
-use crate::model::{GcRule, TimeRange};
+use crate::model::{Aggregate, GcRule, TimeRange, decode_i64};
 
 /// What assembly needs to know about a family.
 #[derive(Debug, Clone)]
@@ -44,6 +47,8 @@ pub(crate) struct FamilyRules<'a> {
     /// A dropped row range covering this row deletes its entries below this
     /// sequence number (0: none), as a family tombstone would.
     pub dropped_below: u64,
+    /// The family's aggregate, if it is an aggregate family (rule A).
+    pub aggregate: Option<Aggregate>,
 }
 
 /// What assembly found for one live cell.
@@ -53,6 +58,8 @@ pub(crate) struct LiveCell {
     pub index: usize,
     /// Whether `max_versions` counted it out (and the rest of the rule kept it).
     pub counted_out: bool,
+    /// In an aggregate family, the cell's value: its inputs merged.
+    pub merged: Option<i64>,
 }
 
 /// Appends to `live` the live cells among one family's entries (one row,
@@ -81,7 +88,15 @@ pub(crate) fn assemble_family<'e>(
         }
         if e.kind.is_cell() {
             let counted_out = e.kind == EntryKind::PutCountedOut;
-            column.puts.push(Put { index, timestamp: e.timestamp, seq: e.seq, counted_out });
+            let input = match rules.aggregate {
+                None => 0,
+                // Writes to an aggregate family are checked to be 8 bytes.
+                Some(_) => match decode_i64(e.value) {
+                    Some(input) => input,
+                    None => continue,
+                },
+            };
+            column.puts.push(Put { index, timestamp: e.timestamp, seq: e.seq, counted_out, input });
         } else if let Some(range) = e.delete_range() {
             column.tombstones.push((e.seq, range));
         }
@@ -97,6 +112,8 @@ struct Put {
     seq: u64,
     /// Stored counted out (by a compaction that discarded the history).
     counted_out: bool,
+    /// In an aggregate family, the input it holds.
+    input: i64,
 }
 
 /// The entries of one column, gathered until the column ends.
@@ -112,32 +129,55 @@ impl Column<'_> {
     /// Decides the gathered column's cells and resets it.
     fn finish(&mut self, family_tombstones: &[u64], rules: &FamilyRules<'_>, live: &mut Vec<LiveCell>) {
         let deleted_below = family_tombstones.iter().copied().max().unwrap_or(0);
-        let mut cells: Vec<Put> = Vec::new();
+        let is_deleted = |p: &Put| {
+            p.seq < deleted_below // (F)
+                || self.tombstones.iter().any(|(s, r)| p.seq < *s && r.contains(p.timestamp)) // (C)
+        };
+        // The surviving entries, grouped by timestamp: one per group in a
+        // plain family, every input left in an aggregate family.
+        let mut survivors: Vec<Put> = Vec::new();
         for (i, p) in self.puts.iter().enumerate() {
-            if i > 0 && self.puts[i - 1].timestamp == p.timestamp {
+            if rules.aggregate.is_none() && i > 0 && self.puts[i - 1].timestamp == p.timestamp {
                 continue; // (D)
             }
-            let deleted = p.seq < deleted_below // (F)
-                || self.tombstones.iter().any(|(s, r)| p.seq < *s && r.contains(p.timestamp)); // (C)
-            if !deleted {
-                cells.push(*p);
+            if !is_deleted(p) {
+                survivors.push(*p);
             }
         }
-        let counted_out = match rules.gc_rule.version_limit() {
-            None => vec![false; cells.len()],
+        let groups: Vec<&[Put]> = survivors.chunk_by(|a, b| a.timestamp == b.timestamp).collect();
+        let out = match rules.gc_rule.version_limit() {
+            None => CountedOut::None,
             Some(n)
                 if self.tombstones.is_empty()
                     && family_tombstones.is_empty()
                     && !self.puts.iter().any(|p| p.counted_out) =>
             {
-                (0..cells.len()).map(|rank| rank >= n as usize).collect()
+                CountedOut::ByRank(n as usize)
             }
-            Some(n) => counted_out_by_history(&self.puts, &cells, &self.tombstones, family_tombstones, n as usize),
+            Some(n) => CountedOut::Inputs(counted_out_by_history(
+                &self.puts,
+                &self.tombstones,
+                family_tombstones,
+                n as usize,
+                rules.aggregate.is_some(),
+            )),
         };
-        for (cell, counted_out) in cells.iter().zip(counted_out) {
+        for (rank, group) in groups.into_iter().enumerate() {
+            let is_out = |p: &&Put| match &out {
+                CountedOut::None => false,
+                CountedOut::ByRank(n) => rank >= *n,
+                CountedOut::Inputs(set) => set.contains(&(p.timestamp, p.seq)),
+            };
+            // A cell counted out stays so; inputs written to its timestamp
+            // after that make a new cell without it.
+            let kept: Vec<&Put> = group.iter().filter(|p| !is_out(p)).collect();
+            let (inputs, counted_out) = if kept.is_empty() { (group.iter().collect(), true) } else { (kept, false) };
             let version = if counted_out { usize::MAX } else { 0 };
-            if !rules.gc_rule.collects(version, cell.timestamp, rules.now) {
-                live.push(LiveCell { index: cell.index, counted_out }); // (G)
+            if !rules.gc_rule.collects(version, inputs[0].timestamp, rules.now) {
+                let merged = rules
+                    .aggregate
+                    .map(|agg| inputs.iter().rev().map(|p| p.input).reduce(|v, i| agg.merge(v, i)).unwrap_or_default());
+                live.push(LiveCell { index: inputs[0].index, counted_out, merged }); // (G)
             }
         }
         self.qualifier = None;
@@ -146,16 +186,28 @@ impl Column<'_> {
     }
 }
 
-/// Which of the live `cells` rule (V) counted out, replaying the column's
-/// history in sequence order: after each mutation, the column's newest `n`
-/// cells not counted out stay, the others are counted out for good.
+/// Which cells rule (V) counted out.
+enum CountedOut {
+    /// No `max_versions`.
+    None,
+    /// All but the newest `n` timestamps (no deletes in the history).
+    ByRank(usize),
+    /// The inputs (timestamp, sequence) the replayed history counted out.
+    Inputs(HashSet<(i64, u64)>),
+}
+
+/// The entries rule (V) counted out, as (timestamp, sequence), replaying
+/// the column's history in sequence order: after each mutation, the
+/// column's newest `n` cells not counted out stay, the others are counted
+/// out for good. In an aggregate family a cell is the inputs at its
+/// timestamp, all counted out together.
 fn counted_out_by_history(
     puts: &[Put],
-    cells: &[Put],
     tombstones: &[(u64, TimeRange)],
     families: &[u64],
     n: usize,
-) -> Vec<bool> {
+    aggregate: bool,
+) -> HashSet<(i64, u64)> {
     enum Event {
         Put(Put),
         Column(TimeRange),
@@ -166,9 +218,9 @@ fn counted_out_by_history(
     events.extend(families.iter().map(|s| (*s, Event::Family)));
     events.sort_by_key(|(seq, _)| *seq);
 
-    // The cell now at each timestamp (its sequence), the newest `n` of them
-    // not counted out, and the cells counted out.
-    let mut current: BTreeMap<i64, u64> = BTreeMap::new();
+    // The entries present at each timestamp (their sequences), the newest
+    // `n` timestamps not counted out, and the entries counted out.
+    let mut current: BTreeMap<i64, Vec<u64>> = BTreeMap::new();
     let mut top: BTreeSet<i64> = BTreeSet::new();
     let mut out: HashSet<(i64, u64)> = HashSet::new();
     let mut i = 0;
@@ -176,9 +228,17 @@ fn counted_out_by_history(
         let seq = events[i].0;
         while i < events.len() && events[i].0 == seq {
             match &events[i].1 {
+                Event::Put(p) if aggregate => {
+                    if p.counted_out {
+                        out.insert((p.timestamp, p.seq));
+                    } else {
+                        current.entry(p.timestamp).or_default().push(p.seq);
+                        top.insert(p.timestamp);
+                    }
+                }
                 Event::Put(p) => {
                     top.remove(&p.timestamp);
-                    current.insert(p.timestamp, p.seq);
+                    current.insert(p.timestamp, vec![p.seq]);
                     if p.counted_out {
                         out.insert((p.timestamp, p.seq));
                     } else {
@@ -186,29 +246,29 @@ fn counted_out_by_history(
                     }
                 }
                 Event::Column(range) => {
-                    let doomed: Vec<i64> =
-                        current.iter().filter(|(ts, s)| range.contains(**ts) && **s < seq).map(|(ts, _)| *ts).collect();
-                    for ts in doomed {
-                        current.remove(&ts);
-                        top.remove(&ts);
+                    for (ts, seqs) in current.iter_mut().filter(|(ts, _)| range.contains(**ts)) {
+                        seqs.retain(|s| *s >= seq);
+                        if seqs.is_empty() {
+                            top.remove(ts);
+                        }
                     }
+                    current.retain(|_, seqs| !seqs.is_empty());
                 }
                 Event::Family => {
-                    current.retain(|_, s| *s >= seq);
+                    current.values_mut().for_each(|seqs| seqs.retain(|s| *s >= seq));
+                    current.retain(|_, seqs| !seqs.is_empty());
                     top.retain(|ts| current.contains_key(ts));
                 }
             }
             i += 1;
         }
         while top.len() > n {
-            if let Some(oldest) = top.pop_first()
-                && let Some(s) = current.get(&oldest)
-            {
-                out.insert((oldest, *s));
-            }
+            let Some(oldest) = top.pop_first() else { break };
+            let seqs = if aggregate { current.remove(&oldest) } else { current.get(&oldest).cloned() };
+            out.extend(seqs.unwrap_or_default().into_iter().map(|s| (oldest, s)));
         }
     }
-    cells.iter().map(|c| out.contains(&(c.timestamp, c.seq))).collect()
+    out
 }
 
 #[cfg(test)]
@@ -219,7 +279,7 @@ mod tests {
     use crate::key::Entry;
 
     fn rules(gc: &GcRule, snapshot: u64) -> FamilyRules<'_> {
-        FamilyRules { gc_rule: gc, snapshot, now: 0, dropped_below: 0 }
+        FamilyRules { gc_rule: gc, snapshot, now: 0, dropped_below: 0, aggregate: None }
     }
 
     fn assemble(mut entries: Vec<Entry>, gc: &GcRule, snapshot: u64) -> Vec<(String, i64, String)> {
@@ -311,7 +371,7 @@ mod tests {
         // Counted out, but an intersection with max_age keeps a young cell.
         let young = GcRule::intersection([GcRule::max_versions(2), GcRule::max_age(hour)]);
         let now = 1_000_000;
-        let rules = FamilyRules { gc_rule: &young, snapshot: u64::MAX, now, dropped_below: 0 };
+        let rules = FamilyRules { gc_rule: &young, snapshot: u64::MAX, now, dropped_below: 0, aggregate: None };
         let mut live = Vec::new();
         assemble_family(entries.iter().map(Entry::as_ref).enumerate(), &rules, &mut live);
         let out: Vec<bool> = live.iter().map(|c| c.counted_out).collect();
@@ -329,5 +389,41 @@ mod tests {
         ];
         let got = assemble(entries, &GcRule::max_versions(1), u64::MAX);
         assert_eq!(got, vec![("a".into(), 1000, "after the delete".into())]);
+    }
+
+    fn assemble_sum(mut entries: Vec<Entry>, gc: &GcRule) -> Vec<(i64, i64)> {
+        entries.sort_by(|a, b| a.key.cmp(&b.key));
+        let rules = FamilyRules { aggregate: Some(Aggregate::Sum), ..rules(gc, u64::MAX) };
+        let mut live = Vec::new();
+        assemble_family(entries.iter().map(Entry::as_ref).enumerate(), &rules, &mut live);
+        live.iter().map(|c| (entries[c.index].key.timestamp, c.merged.unwrap())).collect()
+    }
+
+    fn input(ts: i64, seq: u64, n: i64) -> Entry {
+        Entry::put("r".into(), "q".into(), ts, seq, n.to_be_bytes().to_vec().into())
+    }
+
+    #[test]
+    fn aggregate_inputs_at_a_timestamp_merge_and_deletes_reset_them() {
+        let entries = vec![input(1000, 1, 5), input(1000, 2, 3), input(2000, 3, 7)];
+        assert_eq!(assemble_sum(entries.clone(), &GcRule::None), vec![(2000, 7), (1000, 8)]);
+        let mut deleted = entries;
+        deleted.push(Entry::delete_column("r".into(), "q".into(), TimeRange::new(1000, 1001), 4));
+        deleted.push(input(1000, 5, 2));
+        assert_eq!(assemble_sum(deleted, &GcRule::None), vec![(2000, 7), (1000, 2)]);
+    }
+
+    /// Inputs of a cell counted out are collected with it: an input written
+    /// to its timestamp after newer cells were deleted starts a new cell.
+    #[test]
+    fn a_counted_out_aggregate_cell_does_not_lend_its_inputs_to_a_new_one() {
+        let entries = vec![
+            input(1000, 1, 5),
+            input(2000, 2, 7),
+            Entry::delete_column("r".into(), "q".into(), TimeRange::new(2000, 3000), 3),
+            input(1000, 4, 1),
+        ];
+        assert_eq!(assemble_sum(entries.clone(), &GcRule::max_versions(1)), vec![(1000, 1)]);
+        assert_eq!(assemble_sum(entries, &GcRule::max_versions(2)), vec![(1000, 6)]);
     }
 }

@@ -13,7 +13,7 @@ use super::{FamilyRules, LiveCell, assemble_family};
 use crate::Result;
 use crate::iter::{MergingIter, RowGather};
 use crate::manifest::RangeDrop;
-use crate::model::{Cell, Column, Family, GcRule, Row};
+use crate::model::{Aggregate, Cell, Column, Family, GcRule, Row};
 
 /// A family as one read sees it; its index in the read's list is its rank.
 #[derive(Debug, Clone)]
@@ -21,6 +21,8 @@ pub(crate) struct FamilyView {
     pub name: String,
     pub store: u32,
     pub gc_rule: GcRule,
+    /// The family's aggregate, if it is an aggregate family.
+    pub aggregate: Option<Aggregate>,
     /// The family's dropped row ranges.
     pub drops: Vec<RangeDrop>,
 }
@@ -81,7 +83,9 @@ impl RowScanner {
             }
             let mut cells = std::mem::take(&mut self.cells);
             cells.clear();
-            cells.extend(self.live.iter().map(|c| self.row_cell(c)));
+            let live = std::mem::take(&mut self.live);
+            cells.extend(live.iter().map(|c| self.row_cell(c)));
+            self.live = live;
             let view = RowView { key: self.row.key(), families: &self.names, bytes: self.row.bytes() };
             let mut cells = self.filter.apply(&view, cells);
             let row = (!cells.is_empty()).then(|| self.group(&mut cells));
@@ -103,8 +107,13 @@ impl RowScanner {
             let n = gathered[start..].iter().take_while(|g| g.rank == rank).count();
             if let Some(view) = self.families.get(usize::from(rank)) {
                 let dropped_below = dropped_below(&view.drops, self.row.key());
-                let rules =
-                    FamilyRules { gc_rule: &view.gc_rule, snapshot: self.snapshot, now: self.now, dropped_below };
+                let rules = FamilyRules {
+                    gc_rule: &view.gc_rule,
+                    snapshot: self.snapshot,
+                    now: self.now,
+                    dropped_below,
+                    aggregate: view.aggregate,
+                };
                 let entries = (start..start + n).map(|i| (i, self.row.entry(i)));
                 assemble_family(entries, &rules, &mut live);
             }
@@ -113,16 +122,14 @@ impl RowScanner {
         self.live = live;
     }
 
-    fn row_cell(&self, live: &LiveCell) -> RowCell {
-        let i = live.index;
-        let g = &self.row.gathered()[i];
-        RowCell {
-            family: g.rank,
-            qualifier: g.qualifier.clone(),
-            timestamp: g.timestamp,
-            value: g.value.clone(),
-            labels: Vec::new(),
-        }
+    fn row_cell(&mut self, live: &LiveCell) -> RowCell {
+        let g = &self.row.gathered()[live.index];
+        let (family, qualifier, timestamp) = (g.rank, g.qualifier.clone(), g.timestamp);
+        let value = match live.merged {
+            Some(v) => self.row.append(&v.to_be_bytes()),
+            None => g.value.clone(),
+        };
+        RowCell { family, qualifier, timestamp, value, labels: Vec::new() }
     }
 
     /// Groups cells in model order into a row whose bytes share one buffer.

@@ -5,7 +5,7 @@ use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use cellardb::{Mutation, TimeRange};
+use cellardb::{Aggregate, Mutation, TimeRange};
 
 /// A cell's value, and whether `max_versions` counted it out: pushed out of
 /// its column's newest `n` live cells after some mutation (for good).
@@ -72,11 +72,13 @@ pub enum ModelFilter {
     StripValue,
 }
 
-/// The model database: rows of one table, and each family's GC rule.
+/// The model database: rows of one table, each family's GC rule, and the
+/// aggregate of each aggregate family.
 #[derive(Debug, Default, Clone)]
 pub struct Model {
     pub rows: BTreeMap<Vec<u8>, Columns>,
     pub gc: BTreeMap<String, ModelGc>,
+    pub aggregates: BTreeMap<String, Aggregate>,
 }
 
 impl Model {
@@ -86,12 +88,25 @@ impl Model {
     pub fn apply(&mut self, key: &[u8], mutations: &[Mutation]) {
         let limits: BTreeMap<String, Option<usize>> = self.gc.iter().map(|(f, r)| (f.clone(), r.limit())).collect();
         let families: Vec<String> = self.gc.keys().cloned().collect();
+        let aggregates = self.aggregates.clone();
         let row = self.rows.entry(key.to_vec()).or_default();
         for m in mutations {
             match m {
                 Mutation::SetCell { family, qualifier, timestamp, value } => {
                     let col = row.entry((family.clone(), qualifier.to_vec())).or_default();
-                    col.insert(Reverse(timestamp.micros()), CellState { value: value.to_vec(), counted_out: false });
+                    match aggregates.get(family) {
+                        Some(agg) => {
+                            add(col, *agg, timestamp.micros(), i64::from_be_bytes(value[..].try_into().unwrap()))
+                        }
+                        None => {
+                            let cell = CellState { value: value.to_vec(), counted_out: false };
+                            col.insert(Reverse(timestamp.micros()), cell);
+                        }
+                    }
+                }
+                Mutation::AddToCell { family, qualifier, timestamp, input } => {
+                    let col = row.entry((family.clone(), qualifier.to_vec())).or_default();
+                    add(col, aggregates[family], timestamp.micros(), *input);
                 }
                 Mutation::DeleteFromColumn { family, qualifier, range } => {
                     if let Some(col) = row.get_mut(&(family.clone(), qualifier.to_vec())) {
@@ -157,6 +172,16 @@ impl Model {
         rows.truncate(limit.unwrap_or(usize::MAX));
         rows
     }
+}
+
+/// Merges `input` into the cell at `ts`; a cell counted out was collected,
+/// so the input starts a new one.
+fn add(col: &mut BTreeMap<Reverse<i64>, CellState>, agg: Aggregate, ts: i64, input: i64) {
+    let value = match col.get(&Reverse(ts)) {
+        Some(c) if !c.counted_out => agg.merge(i64::from_be_bytes(c.value[..].try_into().unwrap()), input),
+        _ => input,
+    };
+    col.insert(Reverse(ts), CellState { value: value.to_be_bytes().to_vec(), counted_out: false });
 }
 
 fn in_range(r: &TimeRange, ts: i64) -> bool {

@@ -35,7 +35,10 @@ pub fn ls(dir: &Path, table: Option<&str>, out: &mut Out) -> Outcome {
             writeln!(out, "{:<24} GC Policy", "Family Name")?;
             writeln!(out, "{:<24} ---------", "-----------")?;
             for f in schema.families {
-                writeln!(out, "{:<24} {}", f.name, f.gc_rule)?;
+                match f.aggregate {
+                    None => writeln!(out, "{:<24} {}", f.name, f.gc_rule)?,
+                    Some(agg) => writeln!(out, "{:<24} {} (aggregate: int64 {agg})", f.name, f.gc_rule)?,
+                }
             }
         }
     }

@@ -57,8 +57,9 @@ fn record_text(record: &Record) -> String {
         ),
         Record::Table { id, name } => format!("table {id} \"{}\"", escape(name.as_bytes())),
         Record::Family { table, family } => {
+            let aggregate = family.aggregate.map(|a| format!(", aggregate {a}")).unwrap_or_default();
             format!(
-                "family \"{}\" of table {table}: store {}, gc {}",
+                "family \"{}\" of table {table}: store {}, gc {}{aggregate}",
                 escape(family.name.as_bytes()),
                 family.store,
                 family.gc_rule
@@ -98,6 +99,7 @@ fn record_json(record: &Record) -> Value {
         Record::Family { table, family } => json!({
             "record": "family", "table": table, "name": family.name, "store": family.store,
             "gc_rule": family.gc_rule.to_string(),
+            "aggregate": family.aggregate.map(|a| a.name()),
         }),
         Record::Sst(s) => json!({
             "record": "sst", "file": cellardb::sst::file_name(s.file), "store": s.store, "level": s.level,

@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use cellardb::{Db, Error, Filter, GcRule, Mutation, ReadModifyWrite, RowRange, RowSet, Table, TimeRange, Timestamp};
+use cellardb::{
+    Aggregate, Db, Error, Filter, GcRule, Mutation, ReadModifyWrite, RowRange, RowSet, Table, TimeRange, Timestamp,
+};
 
 fn table() -> (tempfile::TempDir, Db, Table) {
     let dir = tempfile::tempdir().unwrap();
@@ -324,4 +326,271 @@ fn sst_metadata_bytes(db: &Db) -> u64 {
             r.file_size() - r.index().iter().map(|e| u64::from(e.handle.stored_len)).sum::<u64>()
         })
         .sum()
+}
+
+// ---------------------------------------------------------------- aggregate families
+
+/// What an aggregate case expects: the cells of `agg` in row `r` as
+/// (qualifier, timestamp in ms, value), or an error naming something.
+enum Want {
+    Cells(Vec<(&'static str, i64, i64)>),
+    Invalid(&'static str),
+    NotFound,
+}
+
+struct AggCase {
+    name: &'static str,
+    aggregate: Aggregate,
+    gc: GcRule,
+    /// Row mutations of row `r`, in order.
+    writes: Vec<Vec<Mutation>>,
+    want: Want,
+}
+
+fn add(q: &str, ms: i64, n: i64) -> Mutation {
+    Mutation::add_to_cell("agg", q, ms * 1000, n)
+}
+
+fn agg_cases() -> Vec<AggCase> {
+    use Aggregate::{Max, Min, Sum};
+    let case = |name, aggregate, writes, want| AggCase { name, aggregate, gc: GcRule::none(), writes, want };
+    let hour_ago_ms =
+        (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64) - 3_600_000;
+    vec![
+        case(
+            "sum of inputs at one timestamp",
+            Sum,
+            vec![vec![add("q", 1, 5)], vec![add("q", 1, 3)]],
+            Want::Cells(vec![("q", 1, 8)]),
+        ),
+        case(
+            "inputs at other timestamps are other cells",
+            Sum,
+            vec![vec![add("q", 1, 5)], vec![add("q", 2, 7)], vec![add("q", 1, 1)]],
+            Want::Cells(vec![("q", 2, 7), ("q", 1, 6)]),
+        ),
+        case(
+            "columns merge apart",
+            Sum,
+            vec![vec![add("a", 1, 1), add("b", 1, 2), add("a", 1, 4)]],
+            Want::Cells(vec![("a", 1, 5), ("b", 1, 2)]),
+        ),
+        case(
+            "negative inputs",
+            Sum,
+            vec![vec![add("q", 1, -5)], vec![add("q", 1, 3)]],
+            Want::Cells(vec![("q", 1, -2)]),
+        ),
+        case(
+            "sum overflow wraps",
+            Sum,
+            vec![vec![add("q", 1, i64::MAX)], vec![add("q", 1, 1)]],
+            Want::Cells(vec![("q", 1, i64::MIN)]),
+        ),
+        case(
+            "min keeps the smallest (the emulator keeps the last)",
+            Min,
+            vec![vec![add("q", 1, 5)], vec![add("q", 1, 3)], vec![add("q", 1, 7)]],
+            Want::Cells(vec![("q", 1, 3)]),
+        ),
+        case(
+            "max keeps the largest (the emulator keeps the last)",
+            Max,
+            vec![vec![add("q", 1, 5)], vec![add("q", 1, 3)]],
+            Want::Cells(vec![("q", 1, 5)]),
+        ),
+        case("a single input is the cell", Max, vec![vec![add("q", 1, -9)]], Want::Cells(vec![("q", 1, -9)])),
+        case(
+            "set_cell of 8 bytes merges as an input (as the emulator)",
+            Sum,
+            vec![vec![add("q", 1, 5)], vec![Mutation::set_cell("agg", "q", 1000, 100i64.to_be_bytes())]],
+            Want::Cells(vec![("q", 1, 105)]),
+        ),
+        case(
+            "set_cell of another length is refused",
+            Sum,
+            vec![vec![Mutation::set_cell("agg", "q", 1000, "abc")]],
+            Want::Invalid("8-byte"),
+        ),
+        case(
+            "add_to_cell on a plain family is refused",
+            Sum,
+            vec![vec![Mutation::add_to_cell("cf1", "q", 1000, 1)]],
+            Want::Invalid("not an aggregate"),
+        ),
+        case(
+            "add_to_cell needs an explicit timestamp",
+            Sum,
+            vec![vec![Mutation::add_to_cell("agg", "q", Timestamp::SERVER, 1)]],
+            Want::Invalid("explicit timestamp"),
+        ),
+        case(
+            "add_to_cell to an unknown family",
+            Sum,
+            vec![vec![Mutation::add_to_cell("nope", "q", 1000, 1)]],
+            Want::NotFound,
+        ),
+        case(
+            "add_to_cell at a timestamp finer than ms",
+            Sum,
+            vec![vec![Mutation::add_to_cell("agg", "q", 1500, 1)]],
+            Want::Invalid("millisecond"),
+        ),
+        case(
+            "delete_from_column resets the cell",
+            Sum,
+            vec![
+                vec![add("q", 1, 5)],
+                vec![Mutation::delete_from_column("agg", "q", TimeRange::all())],
+                vec![add("q", 1, 2)],
+            ],
+            Want::Cells(vec![("q", 1, 2)]),
+        ),
+        case(
+            "a delete and an add in one row mutation apply in order",
+            Sum,
+            vec![
+                vec![add("q", 1, 5)],
+                vec![add("q", 1, 1), Mutation::delete_from_family("agg"), add("q", 1, 2), add("q", 1, 3)],
+            ],
+            Want::Cells(vec![("q", 1, 5)]),
+        ),
+        case(
+            "delete_from_column of other timestamps leaves the cell",
+            Sum,
+            vec![
+                vec![add("q", 1, 5), add("q", 3, 1)],
+                vec![Mutation::delete_from_column("agg", "q", TimeRange::new(2000, 4000))],
+                vec![add("q", 1, 2)],
+            ],
+            Want::Cells(vec![("q", 1, 7)]),
+        ),
+        case(
+            "delete_from_row resets every cell",
+            Min,
+            vec![vec![add("q", 1, 5)], vec![Mutation::delete_from_row()], vec![add("q", 1, 8)]],
+            Want::Cells(vec![("q", 1, 8)]),
+        ),
+        AggCase {
+            name: "max_versions counts cells, not inputs",
+            aggregate: Sum,
+            gc: GcRule::max_versions(1),
+            writes: vec![vec![add("q", 1, 5)], vec![add("q", 1, 5)], vec![add("q", 2, 1)], vec![add("q", 1, 9)]],
+            want: Want::Cells(vec![("q", 2, 1)]),
+        },
+        AggCase {
+            name: "a cell counted out does not come back with its inputs",
+            aggregate: Sum,
+            gc: GcRule::max_versions(1),
+            writes: vec![
+                vec![add("q", 1, 5)],
+                vec![add("q", 2, 1)],
+                vec![Mutation::delete_from_column("agg", "q", TimeRange::new(2000, 3000))],
+                vec![add("q", 1, 9)],
+            ],
+            want: Want::Cells(vec![("q", 1, 9)]),
+        },
+        AggCase {
+            name: "max_age collects old cells whatever their inputs",
+            aggregate: Max,
+            gc: GcRule::max_age(std::time::Duration::from_secs(60)),
+            writes: vec![vec![add("old", 1, 5)], vec![add("new", hour_ago_ms + 7_200_000, 3), add("old", 1, 6)]],
+            want: Want::Cells(vec![("new", hour_ago_ms + 7_200_000, 3)]),
+        },
+    ]
+}
+
+fn agg_table(aggregate: Aggregate, gc: GcRule) -> (tempfile::TempDir, Db, Table) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    let t = db.create_table("t", [("cf1", GcRule::none())]).unwrap();
+    db.create_aggregate_family("t", "agg", aggregate, gc).unwrap();
+    (dir, db, t)
+}
+
+fn agg_cells(t: &Table) -> Vec<(String, i64, i64)> {
+    let row = t.read_row("r", &Filter::family_name_regex("agg")).unwrap();
+    row.map(|r| {
+        r.cells()
+            .map(|(_, q, c)| {
+                let v = i64::from_be_bytes(c.value[..].try_into().expect("an aggregate cell holds 8 bytes"));
+                (String::from_utf8_lossy(q).into_owned(), c.timestamp / 1000, v)
+            })
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// Every case reads the same from the memtable, from files flushed after
+/// each write, after a full compaction, and after reopening.
+#[test]
+fn aggregate_families_merge_inputs_before_and_after_compaction() {
+    for case in agg_cases() {
+        let (dir, db, t) = agg_table(case.aggregate, case.gc.clone());
+        let (_dir2, db2, t2) = agg_table(case.aggregate, case.gc.clone());
+        let mut result = Ok(());
+        for muts in &case.writes {
+            result = result.and(t.mutate_row("r", muts.clone()));
+            result = result.and(t2.mutate_row("r", muts.clone()));
+            db2.flush().unwrap();
+        }
+        let want = match (&case.want, result) {
+            (Want::Cells(cells), Ok(())) => cells,
+            (Want::Invalid(what), r) => {
+                invalid(r, what);
+                assert!(agg_cells(&t).is_empty(), "{}: a refused write wrote nothing", case.name);
+                continue;
+            }
+            (Want::NotFound, r) => {
+                not_found(r);
+                continue;
+            }
+            (Want::Cells(_), Err(e)) => panic!("{}: {e}", case.name),
+        };
+        let want: Vec<(String, i64, i64)> = want.iter().map(|(q, ts, v)| (q.to_string(), *ts, *v)).collect();
+        assert_eq!(agg_cells(&t), want, "{}: memtable", case.name);
+        assert_eq!(agg_cells(&t2), want, "{}: one file per write", case.name);
+        db2.compact_table("t").unwrap();
+        assert_eq!(agg_cells(&t2), want, "{}: compacted", case.name);
+        drop((t, db));
+        let db = Db::open(dir.path()).unwrap();
+        assert_eq!(agg_cells(&db.table("t").unwrap()), want, "{}: replayed from the log", case.name);
+    }
+}
+
+#[test]
+fn an_aggregate_family_survives_reopen_and_shows_in_the_schema() {
+    let (dir, db, t) = agg_table(Aggregate::Max, GcRule::none());
+    t.mutate_row("r", [add("q", 1, 4)]).unwrap();
+    db.flush().unwrap();
+    drop((t, db));
+    let db = Db::open(dir.path()).unwrap();
+    let schema = db.table_schema("t").unwrap();
+    assert_eq!(schema.family("agg").unwrap().aggregate, Some(Aggregate::Max));
+    assert_eq!(schema.family("cf1").unwrap().aggregate, None);
+    let t = db.table("t").unwrap();
+    t.mutate_row("r", [add("q", 1, 2), add("q", 1, 9)]).unwrap();
+    assert_eq!(agg_cells(&t), [("q".to_string(), 1, 9)]);
+}
+
+#[test]
+fn filters_see_the_merged_value_and_conditions_can_add() {
+    let (_d, _db, t) = agg_table(Aggregate::Sum, GcRule::none());
+    t.mutate_row("r", [add("q", 1, 40), add("q", 1, 2)]).unwrap();
+    let at_least_42 = Filter::value_range(
+        std::ops::Bound::Included(42i64.to_be_bytes().to_vec()),
+        std::ops::Bound::<Vec<u8>>::Unbounded,
+    );
+    assert!(t.read_row("r", &at_least_42).unwrap().is_some(), "neither input alone is 42");
+    assert!(t.check_and_mutate_row("r", &at_least_42, [add("q", 1, 1)], []).unwrap());
+    assert_eq!(agg_cells(&t), [("q".to_string(), 1, 43)]);
+    let stripped = t.read_row("r", &Filter::strip_value()).unwrap().unwrap();
+    assert!(stripped.cells().all(|(_, _, c)| c.value.is_empty()));
+}
+
+#[test]
+fn read_modify_write_on_an_aggregate_family_is_refused() {
+    let (_d, _db, t) = agg_table(Aggregate::Sum, GcRule::none());
+    invalid(t.read_modify_write_row("r", [ReadModifyWrite::increment("agg", "q", 1)]), "add_to_cell");
+    assert!(agg_cells(&t).is_empty());
 }

@@ -123,6 +123,8 @@ struct Column<'e> {
     tombstones: Vec<(u64, TimeRange)>,
     /// In key order: timestamp descending, then sequence descending.
     puts: Vec<Put>,
+    /// Scratch for `finish`, kept to reuse its allocation.
+    survivors: Vec<Put>,
 }
 
 impl Column<'_> {
@@ -135,7 +137,8 @@ impl Column<'_> {
         };
         // The surviving entries, grouped by timestamp: one per group in a
         // plain family, every input left in an aggregate family.
-        let mut survivors: Vec<Put> = Vec::new();
+        let mut survivors = std::mem::take(&mut self.survivors);
+        survivors.clear();
         for (i, p) in self.puts.iter().enumerate() {
             if rules.aggregate.is_none() && i > 0 && self.puts[i - 1].timestamp == p.timestamp {
                 continue; // (D)
@@ -144,7 +147,6 @@ impl Column<'_> {
                 survivors.push(*p);
             }
         }
-        let groups: Vec<&[Put]> = survivors.chunk_by(|a, b| a.timestamp == b.timestamp).collect();
         let out = match rules.gc_rule.version_limit() {
             None => CountedOut::None,
             Some(n)
@@ -162,24 +164,25 @@ impl Column<'_> {
                 rules.aggregate.is_some(),
             )),
         };
-        for (rank, group) in groups.into_iter().enumerate() {
-            let is_out = |p: &&Put| match &out {
+        for (rank, group) in survivors.chunk_by(|a, b| a.timestamp == b.timestamp).enumerate() {
+            let is_out = |p: &Put| match &out {
                 CountedOut::None => false,
                 CountedOut::ByRank(n) => rank >= *n,
                 CountedOut::Inputs(set) => set.contains(&(p.timestamp, p.seq)),
             };
             // A cell counted out stays so; inputs written to its timestamp
-            // after that make a new cell without it.
-            let kept: Vec<&Put> = group.iter().filter(|p| !is_out(p)).collect();
-            let (inputs, counted_out) = if kept.is_empty() { (group.iter().collect(), true) } else { (kept, false) };
+            // after that make a new cell without it. The cell is then its
+            // inputs not counted out, or, if all are, all of them.
+            let counted_out = group.iter().all(is_out);
+            let mut inputs = group.iter().filter(|p| counted_out || !is_out(p));
+            let Some(newest) = inputs.next() else { continue };
             let version = if counted_out { usize::MAX } else { 0 };
-            if !rules.gc_rule.collects(version, inputs[0].timestamp, rules.now) {
-                let merged = rules
-                    .aggregate
-                    .map(|agg| inputs.iter().rev().map(|p| p.input).reduce(|v, i| agg.merge(v, i)).unwrap_or_default());
-                live.push(LiveCell { index: inputs[0].index, counted_out, merged }); // (G)
+            if !rules.gc_rule.collects(version, newest.timestamp, rules.now) {
+                let merged = rules.aggregate.map(|agg| inputs.fold(newest.input, |v, p| agg.merge(v, p.input)));
+                live.push(LiveCell { index: newest.index, counted_out, merged }); // (G)
             }
         }
+        self.survivors = survivors;
         self.qualifier = None;
         self.tombstones.clear();
         self.puts.clear();

@@ -594,3 +594,181 @@ fn read_modify_write_on_an_aggregate_family_is_refused() {
     invalid(t.read_modify_write_row("r", [ReadModifyWrite::increment("agg", "q", 1)]), "add_to_cell");
     assert!(agg_cells(&t).is_empty());
 }
+
+// ---------------------------------------------------------------- mutations, deletes and drops
+
+/// A cell as the mutation cases name it: (row, family, qualifier, ms, value).
+type RowCell = (&'static str, &'static str, &'static str, i64, &'static str);
+
+enum Step {
+    Write(&'static str, Vec<Mutation>),
+    Drop(RowRange),
+}
+
+struct MutationCase {
+    name: &'static str,
+    steps: Vec<Step>,
+    /// Every cell of the table afterwards, in model order.
+    want: Vec<RowCell>,
+}
+
+fn mutation_cases() -> Vec<MutationCase> {
+    use Step::{Drop, Write};
+    let case = |name, steps, want| MutationCase { name, steps, want };
+    let abc = || {
+        vec![
+            Write("a", vec![set("cf1", "q", 1, "a1"), set("cf2", "q", 1, "a2")]),
+            Write("ab", vec![set("cf1", "q", 1, "ab")]),
+            Write("b", vec![set("cf1", "q", 1, "b")]),
+        ]
+    };
+    let with = |mut steps: Vec<Step>, more: Vec<Step>| {
+        steps.extend(more);
+        steps
+    };
+    vec![
+        case(
+            "set_cell writes a cell",
+            vec![Write("r", vec![set("cf1", "q", 1, "v")])],
+            vec![("r", "cf1", "q", 1, "v")],
+        ),
+        case(
+            "set_cell at the same timestamp replaces",
+            vec![Write("r", vec![set("cf1", "q", 1, "old")]), Write("r", vec![set("cf1", "q", 1, "new")])],
+            vec![("r", "cf1", "q", 1, "new")],
+        ),
+        case(
+            "versions come newest first",
+            vec![Write("r", vec![set("cf1", "q", 1, "one"), set("cf1", "q", 3, "three"), set("cf1", "q", 2, "two")])],
+            vec![("r", "cf1", "q", 3, "three"), ("r", "cf1", "q", 2, "two"), ("r", "cf1", "q", 1, "one")],
+        ),
+        case(
+            "max_versions(1) keeps the newest",
+            vec![Write("r", vec![set("cf2", "q", 2, "two")]), Write("r", vec![set("cf2", "q", 1, "one")])],
+            vec![("r", "cf2", "q", 2, "two")],
+        ),
+        case(
+            "delete_from_column deletes [start, end)",
+            vec![
+                Write("r", (1..=4).map(|ms| set("cf1", "q", ms, format!("{ms}"))).collect()),
+                Write("r", vec![Mutation::delete_from_column("cf1", "q", TimeRange::new(2000, 4000))]),
+            ],
+            vec![("r", "cf1", "q", 4, "4"), ("r", "cf1", "q", 1, "1")],
+        ),
+        case(
+            "delete_from_column with an open end",
+            vec![
+                Write("r", (1..=3).map(|ms| set("cf1", "q", ms, format!("{ms}"))).collect()),
+                Write("r", vec![Mutation::delete_from_column("cf1", "q", TimeRange::since(2000))]),
+            ],
+            vec![("r", "cf1", "q", 1, "1")],
+        ),
+        case(
+            "delete_from_column of all time leaves other columns",
+            vec![
+                Write("r", vec![set("cf1", "q", 1, "q"), set("cf1", "p", 1, "p")]),
+                Write("r", vec![Mutation::delete_from_column("cf1", "q", TimeRange::all())]),
+            ],
+            vec![("r", "cf1", "p", 1, "p")],
+        ),
+        case(
+            "delete_from_family leaves other families",
+            vec![
+                Write("r", vec![set("cf1", "q", 1, "1"), set("cf2", "q", 1, "2")]),
+                Write("r", vec![Mutation::delete_from_family("cf1")]),
+            ],
+            vec![("r", "cf2", "q", 1, "2")],
+        ),
+        case(
+            "delete_from_row leaves other rows",
+            vec![
+                Write("r", vec![set("cf1", "q", 1, "1"), set("cf2", "q", 1, "2")]),
+                Write("s", vec![set("cf1", "q", 1, "s")]),
+                Write("r", vec![Mutation::delete_from_row()]),
+            ],
+            vec![("s", "cf1", "q", 1, "s")],
+        ),
+        case(
+            "a delete then a set in one row mutation keeps the set",
+            vec![
+                Write("r", vec![set("cf1", "q", 1, "old")]),
+                Write("r", vec![Mutation::delete_from_row(), set("cf1", "q", 1, "new")]),
+            ],
+            vec![("r", "cf1", "q", 1, "new")],
+        ),
+        case(
+            "a set then a delete in one row mutation keeps nothing",
+            vec![Write("r", vec![set("cf1", "q", 1, "v"), Mutation::delete_from_family("cf1")])],
+            vec![],
+        ),
+        case(
+            "deleting what is not there is no error",
+            vec![Write(
+                "r",
+                vec![
+                    Mutation::delete_from_column("cf1", "nothing", TimeRange::all()),
+                    Mutation::delete_from_family("cf2"),
+                    set("cf1", "q", 1, "v"),
+                ],
+            )],
+            vec![("r", "cf1", "q", 1, "v")],
+        ),
+        case(
+            "drop_row_range of a prefix drops its rows only",
+            with(abc(), vec![Drop(RowRange::prefix("a"))]),
+            vec![("b", "cf1", "q", 1, "b")],
+        ),
+        case(
+            "drop_row_range of all rows, then a write",
+            with(abc(), vec![Drop(RowRange::all()), Write("ab", vec![set("cf1", "q", 2, "again")])]),
+            vec![("ab", "cf1", "q", 2, "again")],
+        ),
+        case(
+            "drop_row_range of a key range is [start, end)",
+            with(abc(), vec![Drop(RowRange::closed_open("ab", "b"))]),
+            vec![("a", "cf1", "q", 1, "a1"), ("a", "cf2", "q", 1, "a2"), ("b", "cf1", "q", 1, "b")],
+        ),
+    ]
+}
+
+fn table_cells(t: &Table) -> Vec<(String, String, String, i64, Vec<u8>)> {
+    let rows = t.read_rows(RowSet::all(), &Filter::pass_all()).collect_rows().unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    rows.iter()
+        .flat_map(|r| {
+            r.cells().map(|(f, q, c)| (text(&r.key), f.to_owned(), text(q), c.timestamp / 1000, c.value.to_vec()))
+        })
+        .collect()
+}
+
+/// Every case reads the same from the memtable, from a file flushed after
+/// each step, and after a full compaction.
+#[test]
+fn every_mutation_delete_and_drop_reads_as_in_bigtable() {
+    for case in mutation_cases() {
+        let (_d, _db, t) = table();
+        let (_d2, db2, t2) = table();
+        for step in &case.steps {
+            match step {
+                Step::Write(key, muts) => {
+                    t.mutate_row(key, muts.clone()).unwrap();
+                    t2.mutate_row(key, muts.clone()).unwrap();
+                }
+                Step::Drop(range) => {
+                    t.drop_row_range(range.clone()).unwrap();
+                    t2.drop_row_range(range.clone()).unwrap();
+                }
+            }
+            db2.flush().unwrap();
+        }
+        let want: Vec<(String, String, String, i64, Vec<u8>)> = case
+            .want
+            .iter()
+            .map(|(r, f, q, ms, v)| (r.to_string(), f.to_string(), q.to_string(), *ms, v.as_bytes().to_vec()))
+            .collect();
+        assert_eq!(table_cells(&t), want, "{}: memtable", case.name);
+        assert_eq!(table_cells(&t2), want, "{}: one file per step", case.name);
+        db2.compact_table("t").unwrap();
+        assert_eq!(table_cells(&t2), want, "{}: compacted", case.name);
+    }
+}

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use cellardb::workload::{SchemaPattern, Workload};
-use cellardb::{Db, GcRule, Mutation, Options};
+use cellardb::{Aggregate, Db, GcRule, Mutation, Options};
 
 /// Exit codes, as `cellar --help` documents them.
 const USAGE: i32 = 2;
@@ -324,6 +324,7 @@ fn cbt_commands_read_a_live_database_without_disturbing_it() {
             t.mutate_row(row, m).unwrap();
         }
     }
+    db.create_aggregate_family("balloons", "launches", Aggregate::Sum, GcRule::none()).unwrap();
     db.flush().unwrap();
     t.mutate_row("us-west2#1000#week09", [Mutation::set_cell("notes", "who\x00", 1000, "bin\x01ary")]).unwrap();
     let path = dir.path().to_str().unwrap();
@@ -335,6 +336,10 @@ fn cbt_commands_read_a_live_database_without_disturbing_it() {
     assert_eq!(cli(&["ls"]), "balloons\n");
     let families = cli(&["ls", "balloons"]);
     assert!(families.contains("measurements") && families.contains("versions() > 1"), "{families}");
+    assert!(families.contains("launches") && families.contains("(aggregate: int64 sum)"), "{families}");
+    let manifest = json_lines(&ok(&["dump", "manifest", path, "--json"]));
+    let aggregates: Vec<_> = manifest.iter().filter(|r| r["record"] == "family").map(|r| &r["aggregate"]).collect();
+    assert_eq!(aggregates, [&serde_json::Value::from("sum"), &serde_json::Value::Null, &serde_json::Value::Null]);
     assert_eq!(cli(&["count", "balloons"]), "3\n");
 
     let row = cli(&["lookup", "balloons", "us-west2#1000#week09"]);

@@ -264,6 +264,14 @@ pub(crate) fn resolve_row<'a>(
         timestamp: 0,
         value: Cow::Borrowed(&[]),
     };
+    let put = |store, seq, qualifier: &'a [u8], timestamp, value| LogEntry {
+        store,
+        kind: EntryKind::Put,
+        seq,
+        qualifier,
+        timestamp,
+        value,
+    };
     let mut entries = Vec::with_capacity(row.mutations.len());
     for (seq, m) in (first_seq..).zip(&row.mutations) {
         match m {
@@ -272,14 +280,7 @@ pub(crate) fn resolve_row<'a>(
                 if f.aggregate.is_some() {
                     validate_aggregate_value(family, value)?;
                 }
-                entries.push(LogEntry {
-                    store: f.store,
-                    kind: EntryKind::Put,
-                    seq,
-                    qualifier,
-                    timestamp: timestamp.resolve(now)?,
-                    value: Cow::Borrowed(value),
-                })
+                entries.push(put(f.store, seq, qualifier, timestamp.resolve(now)?, Cow::Borrowed(value)));
             }
             Mutation::AddToCell { family, qualifier, timestamp, input } => {
                 let f = family_of(family)?;
@@ -289,14 +290,8 @@ pub(crate) fn resolve_row<'a>(
                     )));
                 }
                 // In an aggregate family's store every cell entry is an input.
-                entries.push(LogEntry {
-                    store: f.store,
-                    kind: EntryKind::Put,
-                    seq,
-                    qualifier,
-                    timestamp: timestamp.resolve(now)?,
-                    value: Cow::Owned(input.to_be_bytes().to_vec()),
-                })
+                let input = Cow::Owned(input.to_be_bytes().to_vec());
+                entries.push(put(f.store, seq, qualifier, timestamp.resolve(now)?, input));
             }
             Mutation::DeleteFromColumn { family, qualifier, range } => entries.push(LogEntry {
                 store: store_of(family)?,

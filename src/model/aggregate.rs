@@ -18,9 +18,6 @@ pub enum Aggregate {
 }
 
 impl Aggregate {
-    /// Every aggregate, in tag order.
-    pub const ALL: [Aggregate; 3] = [Aggregate::Sum, Aggregate::Min, Aggregate::Max];
-
     /// The cell's value after merging `input` into `value`.
     pub fn merge(self, value: i64, input: i64) -> i64 {
         match self {

@@ -1,0 +1,143 @@
+//! How `cellar` shows bytes, times and entries, in text and in JSON.
+//!
+//! Keys and values are arbitrary bytes. They are shown escaped: printable
+//! ASCII as itself, a backslash as `\\`, a double quote as `\"`, and every
+//! other byte as `\xNN`. The escaping is lossless, so an escaped key can be
+//! given back on the command line (`--from`, `start=`, ...) as shown.
+
+use cellardb::inspect::{EntryKind, EntryRef};
+use serde_json::{Value, json};
+
+/// `bytes` escaped as the module says.
+pub fn escape(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for &b in bytes {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'"' => out.push_str("\\\""),
+            0x20..=0x7e => out.push(b as char),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out
+}
+
+/// The bytes an escaped string stands for: the inverse of [`escape`].
+/// Unescaped non-ASCII characters stand for their UTF-8 bytes.
+///
+/// # Errors
+/// A message naming the bad escape.
+pub fn unescape(text: &str) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut rest = text.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        rest = tail;
+        if b != b'\\' {
+            out.push(b);
+            continue;
+        }
+        match rest {
+            [b'\\', tail @ ..] | [b'"', tail @ ..] => {
+                out.push(rest[0]);
+                rest = tail;
+            }
+            [b'x', h, l, tail @ ..] => {
+                let hex = std::str::from_utf8(&[*h, *l]).ok().and_then(|s| u8::from_str_radix(s, 16).ok());
+                out.push(hex.ok_or_else(|| format!("bad escape in {text:?}: \\x needs two hex digits"))?);
+                rest = tail;
+            }
+            _ => return Err(format!("bad escape in {text:?}: use \\\\, \\\" or \\xNN")),
+        }
+    }
+    Ok(out)
+}
+
+/// A timestamp in µs since the epoch as ISO 8601 UTC: milliseconds, or
+/// microseconds when it has any.
+pub fn iso_time(micros: i64) -> String {
+    let days = micros.div_euclid(86_400_000_000);
+    let of_day = micros.rem_euclid(86_400_000_000);
+    let (y, m, d) = cellardb_lab::workload::civil_from_days(days);
+    let (secs, sub) = (of_day / 1_000_000, of_day % 1_000_000);
+    let (h, min, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    if sub % 1000 == 0 {
+        format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{:03}Z", sub / 1000)
+    } else {
+        format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{sub:06}Z")
+    }
+}
+
+/// The name of an entry kind, as `--json` gives it.
+pub fn kind_name(kind: EntryKind) -> &'static str {
+    match kind {
+        EntryKind::Put => "put",
+        EntryKind::PutCountedOut => "put_counted_out",
+        EntryKind::DeleteColumn => "delete_column",
+        EntryKind::DeleteFamily => "delete_family",
+    }
+}
+
+/// One entry as a line: `row family:qualifier @time = value` for a cell,
+/// and the range or family a tombstone deletes.
+pub fn entry_line(family: &str, e: &EntryRef<'_>) -> String {
+    let (row, qualifier) = (escape(e.row), escape(e.qualifier));
+    match e.kind {
+        EntryKind::Put => format!("{row} {family}:{qualifier} @{} = {}", iso_time(e.timestamp), escape(e.value)),
+        EntryKind::PutCountedOut => {
+            format!("{row} {family}:{qualifier} @{} = {} (counted out)", iso_time(e.timestamp), escape(e.value))
+        }
+        EntryKind::DeleteColumn => {
+            let end = e.deleted_span().and_then(|(_, end)| end).map_or("the end of time".to_owned(), iso_time);
+            format!("{row} {family}:{qualifier} DELETE cells @{} until {end}", iso_time(e.timestamp))
+        }
+        EntryKind::DeleteFamily => format!("{row} {family}: DELETE family"),
+    }
+}
+
+/// One entry as a JSON object.
+pub fn entry_json(family: &str, e: &EntryRef<'_>) -> Value {
+    let mut v = json!({
+        "row": escape(e.row),
+        "family": family,
+        "qualifier": escape(e.qualifier),
+        "kind": kind_name(e.kind),
+        "timestamp": e.timestamp,
+        "time": iso_time(e.timestamp),
+        "seq": e.seq,
+    });
+    if e.kind.is_cell() {
+        v["value"] = escape(e.value).into();
+    } else if e.kind == EntryKind::DeleteColumn {
+        v["delete_until"] = e.deleted_span().and_then(|(_, end)| end).into();
+    }
+    v
+}
+
+/// `part / whole` with two decimals, or `-` when `whole` is zero.
+pub fn ratio(part: u64, whole: u64) -> String {
+    if whole == 0 { "-".into() } else { format!("{:.2}", part as f64 / whole as f64) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_round_trips_every_byte() {
+        let all: Vec<u8> = (0..=255).collect();
+        let shown = escape(&all);
+        assert!(shown.is_ascii());
+        assert_eq!(unescape(&shown).unwrap(), all);
+        assert_eq!(escape(b"us-west2#1000\x00\"\\"), "us-west2#1000\\x00\\\"\\\\");
+        assert!(unescape("\\q").is_err() && unescape("\\x4").is_err() && unescape("\\xzz").is_err());
+    }
+
+    #[test]
+    fn iso_times_are_utc_with_milliseconds_or_microseconds() {
+        assert_eq!(iso_time(1_614_556_800_000_000), "2021-03-01T00:00:00.000Z");
+        assert_eq!(iso_time(1_614_643_199_999_000), "2021-03-01T23:59:59.999Z");
+        assert_eq!(iso_time(951_782_400_000_001), "2000-02-29T00:00:00.000001Z");
+        assert_eq!(iso_time(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso_time(-1000), "1969-12-31T23:59:59.999Z");
+    }
+}

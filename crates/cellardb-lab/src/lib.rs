@@ -1,0 +1,31 @@
+//! # cellardb-lab
+//!
+//! The schema-pattern lab: Bigtable's time-series schema guide turned into
+//! measurements on this machine, with [cellardb](cellardb) as the store.
+//!
+//! - [`workload`]: the weather-balloon data set, exact to the byte
+//!   (`docs/workload.md`), and the schema patterns that write it.
+//! - [`queries`]: the four queries of the workload, planned per pattern and
+//!   checked against the generator.
+//! - [`run_pattern`]: loads the workload in one pattern, flushes and fully
+//!   compacts it, measures ingest, bytes and each query.
+//! - [`report`]: what a report states, as markdown, CSV and SVG charts
+//!   ([`svg`]), with the machine it ran on ([`machine`]).
+//! - `baseline` (feature `rocksdb`): RocksDB holding the same cells under
+//!   the standard cell key, run through the same plans.
+//!
+//! `cellar lab` is the command; `docs/schema-patterns.md` reads the figures.
+//! None of this is part of the engine: an application that embeds
+//! `cellardb` does not compile it.
+
+#[cfg(feature = "rocksdb")]
+pub mod baseline;
+pub mod machine;
+pub mod queries;
+pub mod report;
+mod run;
+pub mod svg;
+pub mod workload;
+
+pub use queries::{Answer, Measurement, Query, QueryKind};
+pub use run::{LabConfig, PatternReport, Progress, QueryReport, run_pattern};

@@ -1,0 +1,326 @@
+//! Running one pattern: ingest, flush, full compaction, queries.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::queries::Answer;
+use crate::queries::{Query, QueryKind};
+use crate::workload::{SchemaPattern, SplitMix64, Workload};
+use cellardb::{Db, Error, GcRule, Mutation, Options, Result, Table};
+
+/// What a lab run measures, and how.
+#[derive(Debug, Clone)]
+pub struct LabConfig {
+    /// The data set.
+    pub workload: Workload,
+    /// Engine options (durability, block size, compression).
+    pub options: Options,
+    /// Where each pattern's database is created (one subdirectory each,
+    /// removed afterwards).
+    pub dir: PathBuf,
+    /// Runs of each point query (`balloon-week`, `metric-hour`, `latest`);
+    /// `fleet-minute`, a full scan, runs a twentieth as often (at least 3).
+    pub samples: usize,
+    /// Seed of the query parameters.
+    pub seed: u64,
+}
+
+/// Where a run is, for progress reports.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    /// The pattern.
+    pub pattern: SchemaPattern,
+    /// `ingest`, `flush`, `compact`, or a query's name.
+    pub stage: &'a str,
+    /// Work done in this stage.
+    pub done: u64,
+    /// Work in this stage.
+    pub total: u64,
+}
+
+/// One query's figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryReport {
+    /// Which query.
+    pub kind: QueryKind,
+    /// Times it ran, each with other parameters.
+    pub runs: usize,
+    /// Median latency.
+    pub p50: Duration,
+    /// 99th-percentile latency (the slowest run when fewer than 100).
+    pub p99: Duration,
+    /// Cells the engine returned per run, on average.
+    pub cells_read: f64,
+    /// Measurements returned per run, on average.
+    pub measurements: f64,
+}
+
+/// Everything `workload.md` asks a report to state for one pattern.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PatternReport {
+    /// The pattern.
+    pub pattern: SchemaPattern,
+    /// The engine measured (`cellardb`, or `rocksdb` for the baseline).
+    pub engine: &'static str,
+    /// Events written.
+    pub events: u64,
+    /// Cells written.
+    pub cells: u64,
+    /// Measurements in the data (4 per event).
+    pub measurements: u64,
+    /// Σ row key + family + qualifier + value + 8 over the cells written.
+    pub logical_bytes: u64,
+    /// Bytes of the SSTables (allocated on disk) after the memtables are flushed.
+    pub bytes_after_flush: u64,
+    /// Bytes of the SSTables and manifest (allocated on disk) after a full
+    /// compaction and close; the write-ahead log excluded.
+    pub bytes_after_compaction: u64,
+    /// Wall time of the ingest (every event written, before the final flush).
+    pub ingest: Duration,
+    /// Bytes written to disk (log, flushes, compactions) per logical byte.
+    pub write_amplification: f64,
+    /// The four queries.
+    pub queries: Vec<QueryReport>,
+}
+
+impl PatternReport {
+    /// Bytes on disk after full compaction per measurement.
+    pub fn bytes_per_measurement(&self) -> f64 {
+        self.bytes_after_compaction as f64 / self.measurements.max(1) as f64
+    }
+
+    /// Logical bytes per byte on disk after full compaction.
+    pub fn compression_ratio(&self) -> f64 {
+        self.logical_bytes as f64 / self.bytes_after_compaction.max(1) as f64
+    }
+
+    /// Events written per second of ingest.
+    pub fn events_per_sec(&self) -> f64 {
+        self.events as f64 / self.ingest.as_secs_f64().max(1e-9)
+    }
+
+    /// Cells written per second of ingest.
+    pub fn cells_per_sec(&self) -> f64 {
+        self.cells as f64 / self.ingest.as_secs_f64().max(1e-9)
+    }
+
+    /// The figures of query `kind`.
+    pub fn query(&self, kind: QueryKind) -> Option<&QueryReport> {
+        self.queries.iter().find(|q| q.kind == kind)
+    }
+}
+
+/// What the lab needs of an engine: cellardb here, RocksDB in
+/// `lab::rocksdb` behind the `rocksdb` feature. Each call is what a user of
+/// that engine would do; the runner times and measures around them.
+pub(crate) trait LabEngine {
+    /// Writes one event's row mutations: each row atomically.
+    fn write_event(&mut self, rows: Vec<(String, Vec<Mutation>)>) -> Result<()>;
+    /// Flushes every memtable to SSTables.
+    fn flush(&mut self) -> Result<()>;
+    /// Compacts everything into the bottom level (GC applied).
+    fn compact(&mut self) -> Result<()>;
+    /// Bytes written to disk so far: log, flushes, compactions.
+    fn bytes_written(&self) -> Result<u64>;
+    /// Runs `q` the way the pattern's key design allows.
+    fn query(&self, pattern: SchemaPattern, w: &Workload, q: &Query) -> Result<Answer>;
+    /// Closes the database, so that what is on disk is all there is.
+    fn close(self: Box<Self>) -> Result<()>;
+}
+
+/// cellardb under the lab.
+struct Cellar {
+    db: Db,
+    table: Table,
+}
+
+impl LabEngine for Cellar {
+    fn write_event(&mut self, rows: Vec<(String, Vec<Mutation>)>) -> Result<()> {
+        self.table.mutate_rows(rows).into_iter().collect()
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.db.flush()
+    }
+
+    fn compact(&mut self) -> Result<()> {
+        self.db.compact_table(TABLE)
+    }
+
+    fn bytes_written(&self) -> Result<u64> {
+        let s = self.db.stats()?;
+        Ok(s.wal_bytes_written + s.flush_bytes_written + s.compaction_bytes_written)
+    }
+
+    fn query(&self, pattern: SchemaPattern, w: &Workload, q: &Query) -> Result<Answer> {
+        q.run(pattern, w, &self.table)
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        self.db.close()
+    }
+}
+
+/// The table every pattern is loaded into.
+const TABLE: &str = "balloons";
+
+/// Loads `pattern` into a fresh cellardb database under `config.dir`,
+/// flushes and fully compacts it, times the queries (checking one run of
+/// each against the generator), and removes the database.
+///
+/// # Errors
+/// The engine's errors; `Error::InvalidArgument` if a query returns other
+/// measurements than the generator says (a bug, never a timing artefact).
+pub fn run_pattern(
+    config: &LabConfig,
+    pattern: SchemaPattern,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<PatternReport> {
+    let dir = config.dir.join(format!("cellardb-{}", pattern.name()));
+    remove_dir(&dir)?;
+    let db = config.options.clone().open(&dir)?;
+    let table = db.create_table(TABLE, [(pattern.family(), GcRule::none())])?;
+    let report = measure(config, pattern, "cellardb", &dir, Box::new(Cellar { db, table }), progress);
+    remove_dir(&dir)?;
+    report
+}
+
+/// Measures `engine`, whose database is in `dir`, on `pattern`.
+pub(crate) fn measure(
+    config: &LabConfig,
+    pattern: SchemaPattern,
+    name: &'static str,
+    dir: &Path,
+    mut engine: Box<dyn LabEngine>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<PatternReport> {
+    let w = config.workload;
+    let mut report = |stage, done, total| progress(Progress { pattern, stage, done, total });
+    let total = w.events_count();
+    let mut logical_bytes = 0;
+    let started = Instant::now();
+    for (i, e) in w.events().enumerate() {
+        let rows = pattern.mutations(&e);
+        logical_bytes += logical_size(pattern, &rows);
+        engine.write_event(rows)?;
+        if i % 50_000 == 0 {
+            report("ingest", i as u64, total);
+        }
+    }
+    let ingest = started.elapsed();
+    report("ingest", total, total);
+    report("flush", 0, 1);
+    engine.flush()?;
+    let bytes_after_flush = allocated_bytes(dir, |name| name.ends_with(".sst"))?;
+    report("compact", 0, 1);
+    engine.compact()?;
+    let written = engine.bytes_written()?;
+
+    let mut queries = Vec::new();
+    let mut random = SplitMix64(config.seed);
+    for kind in QueryKind::ALL {
+        let runs = if kind == QueryKind::FleetMinute { (config.samples / 20).max(3) } else { config.samples.max(1) };
+        report(kind.name(), 0, runs as u64);
+        queries.push(time_query(pattern, &w, &*engine, kind, runs, &mut random)?);
+    }
+    engine.close()?;
+    let bytes_after_compaction = allocated_bytes(dir, |name| !name.ends_with(".log") && name != "LOCK")?;
+    Ok(PatternReport {
+        pattern,
+        engine: name,
+        events: total,
+        cells: total * pattern.cells_per_event(),
+        measurements: total * 4,
+        logical_bytes,
+        bytes_after_flush,
+        bytes_after_compaction,
+        ingest,
+        write_amplification: written as f64 / logical_bytes.max(1) as f64,
+        queries,
+    })
+}
+
+/// Logical bytes of one event's rows, as `workload.md` defines them: per
+/// cell, row key + family + qualifier + value + 8.
+fn logical_size(pattern: SchemaPattern, rows: &[(String, Vec<Mutation>)]) -> u64 {
+    let family = pattern.family().len();
+    let mut total = 0;
+    for (row, mutations) in rows {
+        for m in mutations {
+            if let Mutation::SetCell { qualifier, value, .. } = m {
+                total += (row.len() + family + qualifier.len() + value.len() + 8) as u64;
+            }
+        }
+    }
+    total
+}
+
+/// Runs `runs` queries of `kind` with random parameters; the first is
+/// checked against the generator.
+fn time_query(
+    pattern: SchemaPattern,
+    w: &Workload,
+    engine: &dyn LabEngine,
+    kind: QueryKind,
+    runs: usize,
+    random: &mut SplitMix64,
+) -> Result<QueryReport> {
+    let mut latencies = Vec::with_capacity(runs);
+    let (mut cells, mut measurements) = (0u64, 0u64);
+    for i in 0..runs {
+        let q = kind.sample(w, random.next_u64());
+        let started = Instant::now();
+        let answer = engine.query(pattern, w, &q)?;
+        latencies.push(started.elapsed());
+        cells += answer.cells_read;
+        measurements += answer.measurements.len() as u64;
+        if i == 0 {
+            check(pattern, w, &q, &answer.measurements)?;
+        }
+    }
+    latencies.sort();
+    let at = |p: f64| latencies[((latencies.len() as f64 * p).ceil() as usize).clamp(1, latencies.len()) - 1];
+    Ok(QueryReport {
+        kind,
+        runs,
+        p50: at(0.5),
+        p99: at(0.99),
+        cells_read: cells as f64 / runs as f64,
+        measurements: measurements as f64 / runs as f64,
+    })
+}
+
+fn check(pattern: SchemaPattern, w: &Workload, q: &Query, got: &[crate::Measurement]) -> Result<()> {
+    let expected = q.expected(w);
+    if got == expected {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument(format!(
+        "{} on {} returned {} measurements, the generator says {}: {q:?}",
+        q.kind().name(),
+        pattern.name(),
+        got.len(),
+        expected.len()
+    )))
+}
+
+/// Bytes allocated on disk to the files of `dir` whose names pass `keep`.
+pub(crate) fn allocated_bytes(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        if keep(&entry.file_name().to_string_lossy()) {
+            let meta = entry.metadata().map_err(|e| Error::io(entry.path(), e))?;
+            total += meta.blocks() * 512;
+        }
+    }
+    Ok(total)
+}
+
+pub(crate) fn remove_dir(dir: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(dir, e)),
+        _ => Ok(()),
+    }
+}

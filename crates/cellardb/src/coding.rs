@@ -1,0 +1,221 @@
+//! Little-endian integers, LEB128 varints and a bounds-checked reader.
+//!
+//! Every on-disk integer in cellardb is either fixed-width little-endian or a
+//! LEB128 varint (signed values zigzag-encoded first). Decoding never panics:
+//! [`Cursor`] returns a [`DecodeError`] carrying the offset where the bytes ran
+//! out or made no sense. Every decoder of every format fails in that one
+//! shape; the code that knows the file ([`DecodeError::in_file`]) turns it
+//! into `Error::Corruption` with the file's path and the offset in the file.
+
+use std::borrow::Cow;
+use std::path::Path;
+
+use crate::Error;
+
+/// Where and why a decode failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    /// Offset of the fault, relative to the start of the bytes decoded
+    /// until [`DecodeError::at`] places it further in a file.
+    pub offset: u64,
+    /// What was expected, or what was wrong.
+    pub what: Cow<'static, str>,
+}
+
+impl DecodeError {
+    /// A fault at `offset`.
+    pub fn new(offset: u64, what: impl Into<Cow<'static, str>>) -> DecodeError {
+        DecodeError { offset, what: what.into() }
+    }
+
+    /// The same fault, in bytes that start `base` bytes further on.
+    #[must_use]
+    pub fn at(self, base: u64) -> DecodeError {
+        DecodeError { offset: base.saturating_add(self.offset), ..self }
+    }
+
+    /// The fault as `Error::Corruption` of `file` (the offset must be the
+    /// file's by now).
+    pub fn in_file(self, file: &Path) -> Error {
+        Error::corruption(file, self.offset, self.what)
+    }
+}
+
+/// Appends `v` as a LEB128 varint.
+pub fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
+/// Appends a signed value as a zigzag LEB128 varint.
+pub fn put_zigzag(buf: &mut Vec<u8>, v: i64) {
+    put_varint(buf, zigzag(v));
+}
+
+/// Appends a length-prefixed byte string.
+pub fn put_bytes(buf: &mut Vec<u8>, bytes: &[u8]) {
+    put_varint(buf, bytes.len() as u64);
+    buf.extend_from_slice(bytes);
+}
+
+/// Maps signed to unsigned so that small magnitudes stay small.
+pub fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+/// Inverse of [`zigzag`].
+pub fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// A bounds-checked reader over a byte slice.
+#[derive(Debug, Clone)]
+pub struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// A cursor at the start of `buf`.
+    pub fn new(buf: &'a [u8]) -> Self {
+        Cursor { buf, pos: 0 }
+    }
+
+    /// Current offset from the start of the buffer.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Bytes not yet read.
+    pub fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    /// True once every byte has been read.
+    pub fn is_empty(&self) -> bool {
+        self.remaining() == 0
+    }
+
+    /// An error at the current position.
+    pub fn error(&self, what: &'static str) -> DecodeError {
+        DecodeError::new(self.pos as u64, what)
+    }
+
+    /// An error at `offset` of the buffer.
+    pub fn error_at(&self, offset: usize, what: &'static str) -> DecodeError {
+        DecodeError::new(offset as u64, what)
+    }
+
+    /// Reads one byte.
+    pub fn u8(&mut self, what: &'static str) -> Result<u8, DecodeError> {
+        let b = *self.buf.get(self.pos).ok_or_else(|| self.error(what))?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    /// Reads `n` bytes.
+    pub fn bytes(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], DecodeError> {
+        let end = self.pos.checked_add(n).ok_or_else(|| self.error(what))?;
+        let slice = self.buf.get(self.pos..end).ok_or_else(|| self.error(what))?;
+        self.pos = end;
+        Ok(slice)
+    }
+
+    /// Reads a fixed-width little-endian u32.
+    pub fn u32_le(&mut self, what: &'static str) -> Result<u32, DecodeError> {
+        let b = self.bytes(4, what)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// Reads a fixed-width little-endian u64.
+    pub fn u64_le(&mut self, what: &'static str) -> Result<u64, DecodeError> {
+        let b = self.bytes(8, what)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+
+    /// Reads a LEB128 varint of at most 10 bytes.
+    pub fn varint(&mut self, what: &'static str) -> Result<u64, DecodeError> {
+        let start = self.pos;
+        let mut v: u64 = 0;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8(what)?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        self.pos = start;
+        Err(self.error(what))
+    }
+
+    /// Reads a varint that must fit a `usize` no larger than `max`.
+    pub fn len(&mut self, max: usize, what: &'static str) -> Result<usize, DecodeError> {
+        let at = self.pos;
+        let v = self.varint(what)?;
+        match usize::try_from(v) {
+            Ok(n) if n <= max => Ok(n),
+            _ => Err(self.error_at(at, what)),
+        }
+    }
+
+    /// Reads a zigzag varint.
+    pub fn zigzag(&mut self, what: &'static str) -> Result<i64, DecodeError> {
+        Ok(unzigzag(self.varint(what)?))
+    }
+
+    /// Reads a length-prefixed byte string.
+    pub fn length_prefixed(&mut self, what: &'static str) -> Result<&'a [u8], DecodeError> {
+        let n = self.len(self.remaining(), what)?;
+        self.bytes(n, what)
+    }
+}
+
+/// CRC-32 (IEEE 802.3 polynomial, as zlib's `crc32`) of the concatenation of `parts`.
+pub fn crc32(parts: &[&[u8]]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    for p in parts {
+        h.update(p);
+    }
+    h.finalize()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_round_trip_at_every_width() {
+        let values = [0u64, 1, 127, 128, 300, 1 << 35, u64::MAX - 1, u64::MAX];
+        let mut buf = Vec::new();
+        for v in values {
+            put_varint(&mut buf, v);
+        }
+        let mut c = Cursor::new(&buf);
+        for v in values {
+            assert_eq!(c.varint("v").unwrap(), v);
+        }
+        assert!(c.is_empty());
+    }
+
+    #[test]
+    fn zigzag_keeps_small_magnitudes_small() {
+        for v in [0i64, -1, 1, -64, 63, i64::MIN, i64::MAX] {
+            assert_eq!(unzigzag(zigzag(v)), v);
+        }
+        assert_eq!(zigzag(-1), 1);
+        assert!(zigzag(-60) < 128);
+    }
+
+    #[test]
+    fn truncated_and_overlong_varints_are_errors() {
+        assert!(Cursor::new(&[0x80]).varint("v").is_err());
+        assert!(Cursor::new(&[0xff; 11]).varint("v").is_err());
+        let mut c = Cursor::new(&[5, 1, 2]);
+        assert_eq!(c.length_prefixed("b").unwrap_err().offset, 0);
+    }
+}

@@ -1,0 +1,291 @@
+//! The engine: a database directory opened for reading and writing.
+//!
+//! Split by path: [`open`] (recovery), [`write`] (group commit into log and
+//! memtable), [`flush`] (memtables to SSTables on a background thread),
+//! [`admin`] (tables and families), [`read`] (row scans), [`stats`].
+//! `docs/architecture.md` follows a write and a read through them.
+//!
+//! Locks, always taken in this order: `commit` (one writer group, schema
+//! change or memtable switch at a time), then `state` (the durable state and
+//! the flush queue), then `current` (the published [`SuperVersion`]). Reads
+//! take only a read lock on `current`, for the time of an `Arc` clone.
+
+mod admin;
+mod atomic;
+mod compact;
+mod flush;
+mod open;
+mod read;
+mod sample;
+mod stats;
+mod table;
+mod version;
+mod write;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+pub use read::{ReadRows, RowIter};
+pub use stats::{FamilyStats, LevelStats, RecoveryReport, Stats, TableStats};
+pub use table::Table;
+
+use crate::fs::{FileLock, Fs};
+use crate::manifest::ManifestState;
+use crate::memtable::Memtable;
+use crate::model::RangeDrop;
+use crate::options::Options;
+use crate::sst::SstBlockCache;
+use crate::wal::WalWriter;
+use crate::{Error, Result};
+use version::{Schema, SstHandle, SuperVersion};
+use write::WriteQueue;
+
+/// An open database. Cheap to clone; every clone is the same database.
+/// Background work stops when the last clone (and the last [`Table`]) is
+/// dropped, or at [`Db::close`].
+#[derive(Clone)]
+pub struct Db {
+    handle: Arc<DbHandle>,
+}
+
+/// Owns the background threads; dropping it stops the engine.
+struct DbHandle {
+    core: Arc<Core>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// The state shared by every handle and the background thread.
+pub(crate) struct Core {
+    dir: PathBuf,
+    opts: Options,
+    fs: Arc<dyn Fs>,
+    cache: Arc<SstBlockCache>,
+    /// `None` when open read-only: then another process may hold the lock.
+    lock: Option<FileLock>,
+    commit: Mutex<CommitState>,
+    queue: Mutex<WriteQueue>,
+    queue_cv: Condvar,
+    state: Mutex<EngineState>,
+    state_cv: Condvar,
+    current: RwLock<Arc<SuperVersion>>,
+    visible_seq: AtomicU64,
+    closed: AtomicBool,
+    /// Set when a background flush failed (the error is in `EngineState`);
+    /// checked by every commit without taking the state lock.
+    bg_failed: AtomicBool,
+    /// Level-0 files of the store that has the most, for write stalls.
+    l0_files: AtomicUsize,
+    recovery: RecoveryReport,
+    counters: stats::Counters,
+}
+
+/// What the write path owns: the log, the memtable taking writes, the next
+/// sequence number, and whether an earlier failure forbids writing.
+pub(crate) struct CommitState {
+    /// `None` when open read-only.
+    wal: Option<WalWriter>,
+    mem: Arc<Memtable>,
+    next_seq: u64,
+    /// The first failure of the log, after which writes are refused.
+    poisoned: Option<Error>,
+    /// The group's log records, reused from commit to commit.
+    encoded: Vec<u8>,
+}
+
+/// The durable state and the flush queue.
+pub(crate) struct EngineState {
+    manifest: ManifestState,
+    handles: std::collections::HashMap<u64, Arc<SstHandle>>,
+    /// Frozen memtables, oldest first.
+    imm: Vec<Arc<Memtable>>,
+    bg_error: Option<Error>,
+    shutting_down: bool,
+    /// Stores a compaction is running on.
+    busy: std::collections::HashSet<u32>,
+    /// Set to wake the compaction thread.
+    compaction_requested: bool,
+}
+
+impl Db {
+    /// Opens (creating if missing) the database in `path` with default options.
+    ///
+    /// # Errors
+    /// See [`Options::open`].
+    pub fn open(path: impl AsRef<Path>) -> Result<Db> {
+        Options::default().open(path)
+    }
+
+    pub(crate) fn open_with(path: &Path, opts: Options) -> Result<Db> {
+        let core = Arc::new(open::recover(path, opts)?);
+        let spawn = |name: &str, run: fn(&Arc<Core>)| {
+            let core = core.clone();
+            std::thread::Builder::new().name(name.into()).spawn(move || run(&core)).map_err(|e| Error::io(path, e))
+        };
+        let threads =
+            vec![spawn("cellardb-flush", flush::flusher_loop)?, spawn("cellardb-compact", compact::compactor_loop)?];
+        Ok(Db { handle: Arc::new(DbHandle { core, threads: Mutex::new(threads) }) })
+    }
+
+    pub(crate) fn open_read_only_with(path: &Path, opts: Options) -> Result<Db> {
+        let core = Arc::new(open::open_read_only(path, opts)?);
+        Ok(Db { handle: Arc::new(DbHandle { core, threads: Mutex::new(Vec::new()) }) })
+    }
+
+    /// Opens the database in `path` read-only, with default options: see
+    /// [`Options::open_read_only`].
+    ///
+    /// # Errors
+    /// See [`Options::open_read_only`].
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Db> {
+        Options::default().open_read_only(path)
+    }
+
+    /// Whether the database was opened read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.core().lock.is_none()
+    }
+
+    pub(crate) fn core(&self) -> &Arc<Core> {
+        &self.handle.core
+    }
+
+    /// The database's directory.
+    pub fn path(&self) -> &Path {
+        &self.core().dir
+    }
+
+    /// Freezes the memtable and waits until every frozen memtable is in SSTables.
+    ///
+    /// # Errors
+    /// `Error::Closed` after close; the background error if a flush failed.
+    pub fn flush(&self) -> Result<()> {
+        self.core().flush()
+    }
+
+    /// Stops background work and syncs the log. Later writes fail with
+    /// `Error::Closed`. Dropping every handle does the same, silently.
+    ///
+    /// # Errors
+    /// `Error::Io` if the final log sync fails.
+    pub fn close(&self) -> Result<()> {
+        self.handle.shutdown()
+    }
+}
+
+impl DbHandle {
+    fn shutdown(&self) -> Result<()> {
+        let core = &self.core;
+        let first = !core.closed.swap(true, Ordering::AcqRel);
+        {
+            let mut st = core.state.lock();
+            st.shutting_down = true;
+            core.state_cv.notify_all();
+        }
+        for t in std::mem::take(&mut *self.threads.lock()) {
+            let _ = t.join();
+        }
+        if first && let Some(wal) = core.commit.lock().wal.as_mut() {
+            wal.sync()?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for DbHandle {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown() {
+            log::warn!("cellardb: closing {}: {e}", self.core.dir.display());
+        }
+    }
+}
+
+impl Core {
+    /// The published view reads start from.
+    pub(crate) fn current(&self) -> Arc<SuperVersion> {
+        self.current.read().clone()
+    }
+
+    /// A consistent snapshot: the view, then the highest visible sequence
+    /// number. Entries above the number are ignored by the read. Entries at
+    /// or below it that the view lacks went to a memtable started after the
+    /// view was taken, so they are all newer than anything the view holds:
+    /// the read sees a prefix of history. And since the number is loaded
+    /// after the view, it covers everything in the view's files, so a
+    /// compaction that dropped versions hidden from every later snapshot
+    /// cannot take anything from this read (a read holding an older view
+    /// keeps that view's files).
+    pub(crate) fn snapshot(&self) -> (u64, Arc<SuperVersion>) {
+        let sv = self.current();
+        let seq = self.visible_seq.load(Ordering::Acquire);
+        (seq, sv)
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) { Err(Error::Closed) } else { Ok(()) }
+    }
+
+    /// `check_open`, and refuses anything that would change the directory
+    /// of a database open read-only.
+    fn check_writable(&self) -> Result<()> {
+        self.check_open()?;
+        if self.lock.is_none() { Err(Error::ReadOnly { path: self.dir.clone() }) } else { Ok(()) }
+    }
+
+    /// Records the error a background flush or compaction failed with:
+    /// from now on writes are refused.
+    fn record_background_error(&self, e: Error) {
+        let mut st = self.state.lock();
+        st.bg_error = Some(e);
+        self.bg_failed.store(true, Ordering::Release);
+        self.state_cv.notify_all();
+    }
+
+    /// The error a background flush or compaction failed with, if one did:
+    /// writes are refused from then on, as after a failed log write.
+    fn background_error(&self) -> Option<Error> {
+        if !self.bg_failed.load(Ordering::Acquire) {
+            return None;
+        }
+        self.state.lock().bg_error.as_ref().map(Error::poisoned)
+    }
+
+    /// Publishes a new view of `st` with `mem` taking writes.
+    fn install(&self, st: &EngineState, mem: Arc<Memtable>) {
+        let mut metas: Vec<_> = st.manifest.ssts.iter().collect();
+        metas.sort_by_key(|m| std::cmp::Reverse(m.file));
+        let mut files: std::collections::HashMap<u32, Vec<Arc<SstHandle>>> = std::collections::HashMap::new();
+        for m in metas {
+            if let Some(h) = st.handles.get(&m.file) {
+                files.entry(m.store).or_default().push(h.clone());
+            }
+        }
+        let mut drops: std::collections::HashMap<u32, Vec<RangeDrop>> = std::collections::HashMap::new();
+        for d in &st.manifest.drops {
+            drops.entry(d.store).or_default().push(d.clone());
+        }
+        let sv = SuperVersion {
+            mem,
+            imm: st.imm.iter().rev().cloned().collect(),
+            files,
+            drops,
+            schema: Arc::new(Schema { tables: st.manifest.tables.clone() }),
+        };
+        let mut level0 = std::collections::HashMap::<u32, usize>::new();
+        for m in st.manifest.ssts.iter().filter(|m| m.level == 0) {
+            *level0.entry(m.store).or_default() += 1;
+        }
+        self.l0_files.store(level0.values().copied().max().unwrap_or(0), Ordering::Relaxed);
+        *self.current.write() = Arc::new(sv);
+    }
+
+    /// A fresh file number.
+    fn next_file_number(&self, st: &mut EngineState) -> u64 {
+        let n = st.manifest.next_file;
+        st.manifest.next_file += 1;
+        n
+    }
+}

@@ -1,0 +1,331 @@
+//! Opening a database: lock, manifest, SSTables, log replay, cleanup.
+//!
+//! Recovery, in order:
+//! 1. take the `LOCK` file, or fail with `Error::Locked`;
+//! 2. read the manifest (none: a new database) and open every live SSTable;
+//! 3. delete what no manifest names: SSTables of a flush that crashed before
+//!    its manifest, a half-written `MANIFEST.tmp`, logs already flushed;
+//! 4. replay the remaining logs in order into a memtable (a torn tail of the
+//!    last log is cut — the file truncated there — and reported; damage
+//!    anywhere else is an error);
+//! 5. flush what was replayed, start a new log, write the manifest, and
+//!    delete the replayed logs.
+//!
+//! Every step can be interrupted by a crash and redone from the start.
+//!
+//! A read-only open ([`open_read_only`]) does steps 2 and 4 only, into
+//! memory, and takes no lock: it reads the manifest, opens its SSTables,
+//! replays the live logs, and reads the manifest again, starting over if a
+//! writer changed it meanwhile (a flush may have deleted a log before it was
+//! listed). With the manifest unchanged, every log it names was still there
+//! when listed, so the view is the files plus a prefix of the logs: a prefix
+//! of the writer's history.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use super::flush::parse_number;
+use super::stats::{Counters, RecoveryReport};
+use super::version::{Schema, SstHandle, SuperVersion};
+use super::{CommitState, Core, EngineState};
+use crate::fs::{FileLock, Fs};
+use crate::manifest::{self, ManifestState};
+use crate::memtable::Memtable;
+use crate::model::RowBatch;
+use crate::options::{Durability, Options, RecoveryMode};
+use crate::sst::{self, SstBlockCache, SstReader};
+use crate::wal::{self, WalReader, WalWriter};
+use crate::{Error, Result};
+
+/// Name of the lock file.
+const LOCK_NAME: &str = "LOCK";
+
+/// Opens the database in `dir`, recovering whatever a crash left.
+pub(super) fn recover(dir: &Path, opts: Options) -> Result<Core> {
+    let fs = opts.fs.clone();
+    fs.create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let lock_path = dir.join(LOCK_NAME);
+    let lock = fs.try_lock(&lock_path).map_err(|e| Error::io(&lock_path, e))?;
+    let lock = lock.ok_or_else(|| Error::Locked { path: dir.to_path_buf() })?;
+    let names = fs.list(dir).map_err(|e| Error::io(dir, e))?;
+    let mut state = match manifest::read(&*fs, dir)? {
+        Some(state) => state,
+        None if names.iter().any(|n| parse_number(n, ".sst").is_some()) => {
+            // Without a manifest every table would look orphaned and be deleted.
+            let what = "missing, yet the directory holds SSTables: refusing to treat them as orphans";
+            return Err(Error::corruption(dir.join(manifest::FILE_NAME), 0, what));
+        }
+        None => ManifestState { next_file: 1, next_store: 1, next_table: 1, ..ManifestState::default() },
+    };
+    let cache = Arc::new(SstBlockCache::new(opts.block_cache_size));
+    let mut report = RecoveryReport::default();
+    let logs = sort_files(&names, &state, &mut report);
+    for name in &report.removed_files {
+        if let Err(e) = fs.remove(&dir.join(name)) {
+            log::warn!("cellardb: could not remove {name}: {e}");
+        }
+    }
+    let max_seen =
+        names.iter().filter_map(|n| parse_number(n, ".log").or_else(|| parse_number(n, ".sst"))).max().unwrap_or(0);
+    state.next_file = state.next_file.max(max_seen + 1);
+
+    let handles = open_tables(dir, &fs, &state, &cache)?;
+
+    let replayed = Arc::new(Memtable::new(0));
+    let mut last_seq = state.last_seq;
+    if let Some(torn) = replay_logs(dir, &opts, &logs, &replayed, &mut last_seq, &mut report)? {
+        // Make the cut permanent before anything else happens: were this
+        // open to fail later, this log would no longer be the newest, and
+        // its damage would then read as corruption.
+        let path = &torn.file;
+        fs.truncate(path, torn.offset).map_err(|e| Error::io(path, e))?;
+        log::warn!(
+            "cellardb: log {} ends in a damaged record at offset {} ({}); cut {} bytes there",
+            torn.file.display(),
+            torn.offset,
+            torn.what,
+            torn.dropped_bytes
+        );
+        report.torn_tails.push(torn);
+    }
+
+    let log_number = state.next_file;
+    state.next_file += 1;
+    let wal = WalWriter::create(&*fs, dir, log_number, opts.memtable_size)?;
+    if opts.durability == Durability::Sync {
+        fs.sync_dir(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    let parts = Parts { state, handles, cache, report, last_seq };
+    let core = Core::assemble(dir, opts, Some(lock), Some(wal), Arc::new(Memtable::new(log_number)), parts);
+    core.finish_recovery(&replayed, log_number, last_seq)?;
+    Ok(core)
+}
+
+/// What an open gathered before the engine starts.
+struct Parts {
+    state: ManifestState,
+    handles: HashMap<u64, Arc<SstHandle>>,
+    cache: Arc<SstBlockCache>,
+    report: RecoveryReport,
+    last_seq: u64,
+}
+
+impl Core {
+    /// The engine over `parts`, with `mem` taking writes (or, read-only,
+    /// holding what the logs replayed) and the view published.
+    fn assemble(
+        dir: &Path,
+        opts: Options,
+        lock: Option<FileLock>,
+        wal: Option<WalWriter>,
+        mem: Arc<Memtable>,
+        parts: Parts,
+    ) -> Core {
+        let Parts { state, handles, cache, report, last_seq } = parts;
+        let sv = SuperVersion {
+            mem: mem.clone(),
+            imm: Vec::new(),
+            files: HashMap::new(),
+            drops: HashMap::new(),
+            schema: Arc::new(Schema { tables: state.tables.clone() }),
+        };
+        let core = Core {
+            dir: dir.to_path_buf(),
+            fs: opts.fs.clone(),
+            cache,
+            lock,
+            commit: Mutex::new(CommitState {
+                wal,
+                mem: mem.clone(),
+                next_seq: last_seq + 1,
+                poisoned: None,
+                encoded: Vec::new(),
+            }),
+            queue: Mutex::new(super::write::WriteQueue::default()),
+            queue_cv: Condvar::new(),
+            state: Mutex::new(EngineState {
+                manifest: state,
+                handles,
+                imm: Vec::new(),
+                bg_error: None,
+                shutting_down: false,
+                busy: std::collections::HashSet::new(),
+                compaction_requested: true,
+            }),
+            state_cv: Condvar::new(),
+            current: RwLock::new(Arc::new(sv)),
+            visible_seq: AtomicU64::new(last_seq),
+            closed: AtomicBool::new(false),
+            bg_failed: AtomicBool::new(false),
+            l0_files: std::sync::atomic::AtomicUsize::new(0),
+            recovery: report,
+            counters: Counters::default(),
+            opts,
+        };
+        core.install(&core.state.lock(), mem);
+        core
+    }
+}
+
+/// How many times a read-only open gathers its view before giving up on a
+/// writer that keeps changing the manifest under it.
+const READ_ONLY_ATTEMPTS: u32 = 20;
+
+/// Opens the database in `dir` without changing anything in it.
+pub(super) fn open_read_only(dir: &Path, opts: Options) -> Result<Core> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match gather_read_only(dir, &opts) {
+            Ok(Some((parts, mem))) => return Ok(Core::assemble(dir, opts, None, None, mem, parts)),
+            // The writer flushed or compacted meanwhile: gather again.
+            Ok(None) if attempt < READ_ONLY_ATTEMPTS => {}
+            Err(e) if attempt < READ_ONLY_ATTEMPTS && may_be_a_race(&e) => {}
+            Ok(None) => {
+                let what = format!("the manifest changed {attempt} times while the view was gathered");
+                return Err(Error::io(dir.join(manifest::FILE_NAME), std::io::Error::other(what)));
+            }
+            Err(e) => return Err(e),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5 * u64::from(attempt)));
+    }
+}
+
+/// An error a concurrent writer can cause while a view is gathered: a file
+/// deleted by a flush or compaction, or a log record being written.
+fn may_be_a_race(e: &Error) -> bool {
+    match e {
+        Error::Io { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
+        Error::Corruption { file, .. } => parse_number(&file_name_of(file), ".log").is_some(),
+        _ => false,
+    }
+}
+
+fn file_name_of(path: &Path) -> String {
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// Reads the manifest, opens its SSTables and replays the live logs, then
+/// reads the manifest again: `None` if it changed meanwhile (a flush may
+/// then have deleted a log before it was listed, and the view would not be
+/// a prefix of history).
+fn gather_read_only(dir: &Path, opts: &Options) -> Result<Option<(Parts, Arc<Memtable>)>> {
+    let fs = &opts.fs;
+    let manifest_path = dir.join(manifest::FILE_NAME);
+    let before = fs.read(&manifest_path).map_err(|e| Error::io(&manifest_path, e))?;
+    let state = manifest::decode(&manifest_path, &before)?;
+    let names = fs.list(dir).map_err(|e| Error::io(dir, e))?;
+    let mut logs: Vec<u64> =
+        names.iter().filter_map(|n| parse_number(n, ".log")).filter(|&n| n >= state.log_number).collect();
+    logs.sort_unstable();
+    let cache = Arc::new(SstBlockCache::new(opts.block_cache_size));
+    let handles = open_tables(dir, fs, &state, &cache)?;
+    let mem = Arc::new(Memtable::new(0));
+    let mut last_seq = state.last_seq;
+    let mut report = RecoveryReport::default();
+    // A torn tail here is most likely a record being written: left as it is.
+    let torn = replay_logs(dir, opts, &logs, &mem, &mut last_seq, &mut report)?;
+    report.torn_tails.extend(torn);
+    let after = fs.read(&manifest_path).map_err(|e| Error::io(&manifest_path, e))?;
+    if after != before {
+        return Ok(None);
+    }
+    Ok(Some((Parts { state, handles, cache, report, last_seq }, mem)))
+}
+
+/// Replays `logs` in order into `into`, raising `last_seq` to the highest
+/// sequence number met and counting what was replayed in `report`. Returns
+/// the torn tail of the newest log, which the recovery mode may tolerate.
+fn replay_logs(
+    dir: &Path,
+    opts: &Options,
+    logs: &[u64],
+    into: &Memtable,
+    last_seq: &mut u64,
+    report: &mut RecoveryReport,
+) -> Result<Option<wal::TornTail>> {
+    let mut torn = None;
+    for (i, &number) in logs.iter().enumerate() {
+        let path = dir.join(wal::file_name(number));
+        let data = opts.fs.read(&path).map_err(|e| Error::io(&path, e))?;
+        let tolerate = opts.recovery == RecoveryMode::TolerateCorruptTail && i + 1 == logs.len();
+        let reader = WalReader::new(&path, &data);
+        let stats = reader.replay(tolerate, |offset, payload| {
+            let batch = RowBatch::decode(payload).map_err(|e| reader.payload_error(offset, e))?;
+            *last_seq = (*last_seq).max(batch.entries.iter().map(|e| e.seq).max().unwrap_or(0));
+            into.insert(std::slice::from_ref(&batch));
+            Ok(())
+        })?;
+        report.logs_replayed += 1;
+        report.records_replayed += stats.records;
+        torn = stats.torn_tail;
+    }
+    Ok(torn)
+}
+
+/// Opens every SSTable the manifest lists.
+fn open_tables(
+    dir: &Path,
+    fs: &Arc<dyn Fs>,
+    state: &ManifestState,
+    cache: &Arc<SstBlockCache>,
+) -> Result<HashMap<u64, Arc<SstHandle>>> {
+    let mut handles = HashMap::new();
+    for meta in &state.ssts {
+        let path = dir.join(sst::file_name(meta.file));
+        let data = fs.map(&path).map_err(|e| Error::io(&path, e))?;
+        let reader = SstReader::open_with_id(&path, data, meta.file)?;
+        handles.insert(meta.file, Arc::new(SstHandle::new(reader, meta.clone(), fs.clone(), cache.clone())));
+    }
+    Ok(handles)
+}
+
+/// Sorts the directory's files: returns the logs to replay in order, and
+/// lists in the report the files to remove.
+fn sort_files(names: &[String], state: &ManifestState, report: &mut RecoveryReport) -> Vec<u64> {
+    let mut logs = Vec::new();
+    for name in names {
+        if let Some(n) = parse_number(name, ".log") {
+            if n >= state.log_number {
+                logs.push(n);
+            } else {
+                report.removed_files.push(name.clone());
+            }
+        } else if let Some(n) = parse_number(name, ".sst") {
+            if !state.ssts.iter().any(|s| s.file == n) {
+                report.removed_files.push(name.clone());
+            }
+        } else if name == manifest::TEMP_NAME {
+            report.removed_files.push(name.clone());
+        }
+    }
+    logs.sort_unstable();
+    logs
+}
+
+impl Core {
+    /// Flushes what replay recovered, records the new log in the manifest and
+    /// deletes the replayed logs.
+    fn finish_recovery(&self, replayed: &Arc<Memtable>, log_number: u64, last_seq: u64) -> Result<()> {
+        let schema = self.current().schema.clone();
+        let outputs = if replayed.is_empty() { Vec::new() } else { self.write_tables(replayed, &schema)? };
+        let mut st = self.state.lock();
+        let mut next = st.manifest.clone();
+        next.ssts.extend(outputs.iter().map(|h| h.meta.clone()));
+        next.log_number = log_number;
+        next.last_seq = last_seq;
+        manifest::write(&*self.fs, &self.dir, &next)?;
+        st.manifest = next;
+        for h in outputs {
+            st.handles.insert(h.meta.file, h);
+        }
+        self.install(&st, self.current().mem.clone());
+        drop(st);
+        self.remove_logs_below(log_number);
+        Ok(())
+    }
+}

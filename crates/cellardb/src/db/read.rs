@@ -1,0 +1,205 @@
+//! Reads: one snapshot, a merge per span of row keys, rows out.
+
+use std::collections::VecDeque;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::Table;
+use super::version::SuperVersion;
+use crate::iter::MergingIter;
+use crate::key::InternalKey;
+use crate::memtable::MemIter;
+use crate::model::cell::now_micros;
+use crate::model::mutation::validate_row_key;
+use crate::model::row_set::KeySpan;
+use crate::model::{Filter, Row, RowSet};
+use crate::read::{FamilyView, RowScanner};
+use crate::sst::SstIter;
+use crate::{Error, Result};
+
+impl Table {
+    /// Row `key` as `filter` sees it, or `None` if it has no cell (after
+    /// deletes, GC and the filter).
+    ///
+    /// # Errors
+    /// `Error::InvalidArgument` for a bad key or filter, `Error::NotFound` if
+    /// the table was deleted, `Error::Corruption` if a file it reads is damaged.
+    pub fn read_row(&self, key: impl AsRef<[u8]>, filter: &Filter) -> Result<Option<Row>> {
+        validate_row_key(key.as_ref())?;
+        self.read_rows(RowSet::new().key(key), filter).into_iter().next().transpose()
+    }
+
+    /// The rows of `rows` that have cells `filter` keeps, in key order; add
+    /// `.limit(n)` and `.reversed()` before iterating. The read sees one
+    /// snapshot, taken when iteration starts.
+    pub fn read_rows(&self, rows: RowSet, filter: &Filter) -> ReadRows {
+        ReadRows { table: self.clone(), rows, filter: Arc::new(filter.clone()), limit: None, reverse: false }
+    }
+}
+
+/// A row read being set up; iterate it (or call [`ReadRows::collect_rows`]).
+#[must_use = "a read does nothing until iterated"]
+pub struct ReadRows {
+    table: Table,
+    rows: RowSet,
+    filter: Arc<Filter>,
+    limit: Option<usize>,
+    reverse: bool,
+}
+
+impl ReadRows {
+    /// Returns at most `n` rows.
+    pub fn limit(mut self, n: usize) -> Self {
+        self.limit = Some(n);
+        self
+    }
+
+    /// Returns rows in descending key order (cells within a row keep model order).
+    pub fn reversed(mut self) -> Self {
+        self.reverse = true;
+        self
+    }
+
+    /// Reads every row into a vector.
+    ///
+    /// # Errors
+    /// The first error the read meets.
+    pub fn collect_rows(self) -> Result<Vec<Row>> {
+        self.into_iter().collect()
+    }
+}
+
+impl IntoIterator for ReadRows {
+    type Item = Result<Row>;
+    type IntoIter = RowIter;
+
+    fn into_iter(self) -> RowIter {
+        RowIter { read: self, started: None, done: false, returned: 0 }
+    }
+}
+
+/// The rows of a read, streamed from one snapshot.
+pub struct RowIter {
+    read: ReadRows,
+    started: Option<Started>,
+    done: bool,
+    returned: usize,
+}
+
+/// A read's snapshot and progress.
+struct Started {
+    sv: Arc<SuperVersion>,
+    snapshot: u64,
+    now: i64,
+    families: Arc<Vec<FamilyView>>,
+    spans: VecDeque<KeySpan>,
+    scanner: Option<RowScanner>,
+}
+
+impl Iterator for RowIter {
+    type Item = Result<Row>;
+
+    fn next(&mut self) -> Option<Result<Row>> {
+        if self.done || self.read.limit.is_some_and(|n| self.returned >= n) {
+            return None;
+        }
+        let result = self.next_row();
+        match &result {
+            Ok(Some(_)) => self.returned += 1,
+            Ok(None) | Err(_) => self.done = true,
+        }
+        result.transpose()
+    }
+}
+
+impl RowIter {
+    fn next_row(&mut self) -> Result<Option<Row>> {
+        if self.started.is_none() {
+            self.started = Some(self.start()?);
+        }
+        let reverse = self.read.reverse;
+        let filter = self.read.filter.clone();
+        let Some(s) = self.started.as_mut() else { return Ok(None) };
+        loop {
+            if s.scanner.is_none() {
+                let Some(span) = s.spans.pop_front() else { return Ok(None) };
+                let merge = merge_span(&s.sv, &s.families, &span, reverse, &self.read.table)?;
+                s.scanner =
+                    Some(RowScanner::new(merge, s.families.clone(), filter.clone(), s.snapshot, s.now, reverse));
+            }
+            match s.scanner.as_mut().map(RowScanner::next_row).transpose()? {
+                Some(Some(row)) => return Ok(Some(row)),
+                _ => s.scanner = None,
+            }
+        }
+    }
+
+    fn start(&self) -> Result<Started> {
+        self.read.filter.validate()?;
+        let core = self.read.table.db.core();
+        let (snapshot, sv) = core.snapshot();
+        let table =
+            sv.schema.table_by_id(self.read.table.id).ok_or_else(|| Error::table_not_found(&self.read.table.name))?;
+        let families: Vec<FamilyView> = table
+            .families
+            .iter()
+            .filter(|f| self.read.filter.may_select_family(&f.name))
+            .map(|f| FamilyView {
+                name: f.name.clone(),
+                store: f.store,
+                gc_rule: f.gc_rule.clone(),
+                aggregate: f.aggregate,
+                drops: sv.drops_of(f.store).to_vec(),
+            })
+            .collect();
+        let mut spans: VecDeque<KeySpan> = self.read.rows.spans().into();
+        if self.read.reverse {
+            spans = spans.into_iter().rev().collect();
+        }
+        Ok(Started { sv, snapshot, now: now_micros(), families: Arc::new(families), spans, scanner: None })
+    }
+}
+
+/// Every source of `span` for every family read, merged.
+fn merge_span(
+    sv: &SuperVersion,
+    families: &[FamilyView],
+    span: &KeySpan,
+    reverse: bool,
+    table: &Table,
+) -> Result<MergingIter> {
+    let bounds = key_bounds(span);
+    let single_row = span.single_row();
+    let cache = Some(table.db.core().cache.clone());
+    let mut merge = MergingIter::new(reverse);
+    for (rank, family) in families.iter().enumerate() {
+        let rank = u16::try_from(rank).unwrap_or(u16::MAX);
+        for mem in sv.memtables() {
+            merge.add(Box::new(MemIter::new(mem.clone(), family.store, bounds.clone(), reverse)), rank);
+        }
+        for file in sv.files_of(family.store) {
+            if !span.overlaps(&file.meta.first_row, &file.meta.last_row) {
+                continue;
+            }
+            if single_row.is_some_and(|row| !file.reader.may_contain_row(row)) {
+                continue;
+            }
+            let it = SstIter::new(file.reader.clone(), cache.clone(), bounds.clone(), reverse)?;
+            merge.add(Box::new(it), rank);
+        }
+    }
+    Ok(merge)
+}
+
+/// A span of row keys as bounds on internal keys.
+fn key_bounds(span: &KeySpan) -> (Bound<InternalKey>, Bound<InternalKey>) {
+    let lo =
+        if span.lo.is_empty() { Bound::Unbounded } else { Bound::Included(InternalKey::first_of_row(span.lo.clone())) };
+    let hi = match &span.hi {
+        Some(hi) => Bound::Excluded(InternalKey::first_of_row(Bytes::clone(hi))),
+        None => Bound::Unbounded,
+    };
+    (lo, hi)
+}

@@ -1,0 +1,107 @@
+//! What one read sees: the memtables, the live SSTables and the schema, as
+//! one immutable [`SuperVersion`] swapped atomically on every change.
+//!
+//! A read clones the current `Arc<SuperVersion>` and keeps it to the end, so
+//! a flush or schema change during the read changes nothing it sees. An
+//! SSTable made obsolete is deleted when the last `SuperVersion` holding its
+//! [`SstHandle`] is dropped: never while something reads it.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::fs::Fs;
+use crate::manifest::SstMeta;
+use crate::memtable::Memtable;
+use crate::model::{RangeDrop, TableMeta};
+use crate::sst::{SstBlockCache, SstReader};
+
+/// An open, live SSTable.
+#[derive(Debug)]
+pub(crate) struct SstHandle {
+    pub reader: Arc<SstReader>,
+    pub meta: SstMeta,
+    obsolete: AtomicBool,
+    fs: Arc<dyn Fs>,
+    cache: Arc<SstBlockCache>,
+}
+
+impl SstHandle {
+    pub fn new(reader: SstReader, meta: SstMeta, fs: Arc<dyn Fs>, cache: Arc<SstBlockCache>) -> Self {
+        SstHandle { reader: Arc::new(reader), meta, obsolete: AtomicBool::new(false), fs, cache }
+    }
+
+    /// Marks the file for deletion once nothing holds it.
+    pub fn mark_obsolete(&self) {
+        self.obsolete.store(true, Ordering::Release);
+    }
+
+    fn path(&self) -> PathBuf {
+        self.reader.path().to_path_buf()
+    }
+}
+
+impl Drop for SstHandle {
+    fn drop(&mut self) {
+        if self.obsolete.load(Ordering::Acquire) {
+            self.cache.forget_file(self.reader.id());
+            if let Err(e) = self.fs.remove(&self.path()) {
+                log::warn!("cellardb: could not delete obsolete {}: {e}", self.path().display());
+            }
+        }
+    }
+}
+
+/// Tables by name, as of one moment.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Schema {
+    pub tables: Vec<TableMeta>,
+}
+
+impl Schema {
+    pub fn table(&self, name: &str) -> Option<&TableMeta> {
+        self.tables.iter().find(|t| t.name == name)
+    }
+
+    pub fn table_by_id(&self, id: u32) -> Option<&TableMeta> {
+        self.tables.iter().find(|t| t.id == id)
+    }
+
+    /// The family name of `store`, if the store is live.
+    pub fn family_of_store(&self, store: u32) -> Option<&str> {
+        self.tables.iter().flat_map(|t| &t.families).find(|f| f.store == store).map(|f| f.name.as_str())
+    }
+}
+
+/// Everything a read needs, frozen.
+#[derive(Debug)]
+pub(crate) struct SuperVersion {
+    /// The memtable taking writes.
+    pub mem: Arc<Memtable>,
+    /// Frozen memtables waiting for flush, newest first.
+    pub imm: Vec<Arc<Memtable>>,
+    /// Live SSTables by store, newest first.
+    pub files: HashMap<u32, Vec<Arc<SstHandle>>>,
+    /// Dropped row ranges by store.
+    pub drops: HashMap<u32, Vec<RangeDrop>>,
+    /// The schema.
+    pub schema: Arc<Schema>,
+}
+
+impl SuperVersion {
+    /// Every memtable, newest first.
+    pub fn memtables(&self) -> impl Iterator<Item = &Arc<Memtable>> {
+        std::iter::once(&self.mem).chain(&self.imm)
+    }
+
+    /// The dropped row ranges of `store`.
+    pub fn drops_of(&self, store: u32) -> &[RangeDrop] {
+        self.drops.get(&store).map_or(&[], Vec::as_slice)
+    }
+
+    /// The live SSTables of `store`, newest first.
+    pub fn files_of(&self, store: u32) -> &[Arc<SstHandle>] {
+        self.files.get(&store).map_or(&[], Vec::as_slice)
+    }
+}

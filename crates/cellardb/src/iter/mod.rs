@@ -1,0 +1,33 @@
+//! Internal iterators: the one trait every source of entries implements
+//! (memtables in `memtable/iter.rs`, SSTables in `sst/iter.rs`), and what
+//! consumes them: [`MergingIter`], which merges sources into one ordered
+//! stream, and [`RowGather`], which takes a merge a row at a time.
+
+mod gather;
+mod merging;
+
+pub(crate) use gather::{RowGather, Skipper, Step};
+pub use merging::MergingIter;
+
+use crate::Result;
+use crate::key::{EntryRef, InternalKey};
+
+/// A positioned stream of entries in key order (or reversed).
+pub trait EntrySource: Send {
+    /// The entry under the source, `None` when exhausted.
+    fn current(&self) -> Option<EntryRef<'_>>;
+    /// Moves to the next entry.
+    ///
+    /// # Errors
+    /// What reading the source's next entry failed with.
+    fn advance(&mut self) -> Result<()>;
+    /// Moves forward to the first entry not less than `target`; nothing if
+    /// the source is there already. Only sources read forward are sought.
+    ///
+    /// # Errors
+    /// What reading the source failed with.
+    fn seek(&mut self, target: &InternalKey) -> Result<()>;
+}
+
+#[cfg(test)]
+mod conformance;

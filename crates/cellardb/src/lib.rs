@@ -1,0 +1,62 @@
+//! # cellardb
+//!
+//! Bigtable's data model as an embedded LSM-tree storage engine, on local disk.
+//!
+//! A database is a directory holding tables; a table has column families,
+//! each with a GC rule; rows hold timestamped cells in `family:qualifier`
+//! columns. Every row mutation is atomic and durable; reads see one
+//! consistent snapshot. Writes go to a write-ahead log and a memtable;
+//! memtables flush into immutable, zstd-compressed SSTables, one per column
+//! family, so a read of one family never touches another's data.
+//!
+//! cellardb is **not** a server, not distributed, and not Bigtable: there is
+//! no replication, no tablet splitting, no network API. It is a library for
+//! one process, for people who want Bigtable's model (and to measure its
+//! schema patterns) without a cluster.
+//!
+//! ```
+//! use cellardb::{Db, Filter, GcRule, Mutation, RowRange, RowSet};
+//!
+//! # fn main() -> cellardb::Result<()> {
+//! let dir = tempfile::tempdir().unwrap();
+//! let db = Db::open(dir.path())?;
+//! let t = db.create_table("weather", [("measurements", GcRule::max_versions(1))])?;
+//! t.mutate_row("us-west2#1000#week09", [
+//!     Mutation::set_cell("measurements", "pressure", 1_614_556_800_000_000, "95437"),
+//! ])?;
+//! let row = t.read_row("us-west2#1000#week09", &Filter::pass_all())?.unwrap();
+//! assert_eq!(row.latest("measurements", "pressure").unwrap().value, "95437");
+//! let rows = t.read_rows(RowSet::from(RowRange::prefix("us-west2#")), &Filter::pass_all()).collect_rows()?;
+//! assert_eq!(rows.len(), 1);
+//! # Ok(()) }
+//! ```
+
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+mod cache;
+mod coding;
+mod compaction;
+mod db;
+mod error;
+pub mod fs;
+pub mod inspect;
+mod iter;
+mod key;
+mod manifest;
+mod memtable;
+mod model;
+mod options;
+mod read;
+mod sst;
+mod wal;
+
+pub use compaction::CompactionStrategy;
+pub use db::{Db, FamilyStats, LevelStats, ReadRows, RecoveryReport, RowIter, Stats, Table, TableStats};
+pub use error::{Error, Result};
+pub use model::{
+    Aggregate, BytesRegex, Cell, Column, Family, FamilySchema, Filter, GcRule, Mutation, ReadModifyWrite, Row,
+    RowRange, RowSet, TableSchema, TimeRange, Timestamp, limits,
+};
+pub use options::{Compression, Durability, Options, RecoveryMode};
+pub use wal::TornTail;

@@ -1,0 +1,41 @@
+//! Bigtable's rules, in one pure home: nothing here touches a file, a lock
+//! or the clock (the time of a read or write is passed in).
+//!
+//! - the data model: [`cell`] (timestamps, time ranges), [`row`], [`schema`],
+//!   [`gc_rule`], [`aggregate`] families;
+//! - writes: [`mutation`] (and Bigtable's limits), [`rmw`]
+//!   (read-modify-write), and [`batch`], a row mutation resolved into the
+//!   entries it writes, which the log and the memtable both take;
+//! - reads: [`row_set`], [`filter`] (every `RowFilter`), and [`assemble`],
+//!   one row's entries turned into the cells a read returns, with deletes,
+//!   the snapshot, [`range_drop`]s and the GC rule applied;
+//! - compaction: [`retain`], what a compaction keeps of a row.
+//!
+//! `read/`, `compaction/` and `db/` call these; none re-implements them, so
+//! a rule changes in one place.
+
+pub(crate) mod aggregate;
+pub(crate) mod assemble;
+pub(crate) mod batch;
+pub(crate) mod cell;
+pub(crate) mod filter;
+pub(crate) mod gc_rule;
+pub(crate) mod mutation;
+pub(crate) mod range_drop;
+pub(crate) mod retain;
+pub(crate) mod rmw;
+pub(crate) mod row;
+pub(crate) mod row_set;
+pub(crate) mod schema;
+
+pub use aggregate::Aggregate;
+pub use batch::{BatchEntry, RowBatch};
+pub use cell::{TimeRange, Timestamp};
+pub use filter::{BytesRegex, Filter};
+pub use gc_rule::GcRule;
+pub use mutation::{Mutation, limits};
+pub use range_drop::RangeDrop;
+pub use rmw::ReadModifyWrite;
+pub use row::{Cell, Column, Family, Row};
+pub use row_set::{RowRange, RowSet};
+pub use schema::{FamilyMeta, FamilySchema, TableMeta, TableSchema};

@@ -1,0 +1,187 @@
+//! How a database is opened: durability, memtable and block sizes, compression.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::compaction::CompactionStrategy;
+use crate::fs::{Fs, OsFs};
+pub use crate::sst::Compression;
+use crate::{Db, Result};
+
+/// When a write is acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Acknowledged once the write-ahead log record is handed to the operating
+    /// system: survives a crash of the process, not a power loss.
+    #[default]
+    Buffered,
+    /// Acknowledged only after `fdatasync` of the write-ahead log: survives a
+    /// power loss. Concurrent writers share one write and one sync.
+    Sync,
+}
+
+/// What recovery does with a write-ahead log whose last record is damaged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RecoveryMode {
+    /// Cut the log at the last good record when the damage is at its tail (a
+    /// write torn by a crash), report it in [`crate::Stats`] and the log, and
+    /// open. Damage followed by intact records is still `Error::Corruption`.
+    #[default]
+    TolerateCorruptTail,
+    /// Any damaged record is `Error::Corruption`.
+    AbsoluteConsistency,
+}
+
+/// Settings for [`Options::open`]. Every setter returns the options, so they chain.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub(crate) durability: Durability,
+    pub(crate) memtable_size: usize,
+    pub(crate) max_immutable_memtables: usize,
+    pub(crate) block_size: usize,
+    pub(crate) block_cache_size: usize,
+    pub(crate) compression: Compression,
+    pub(crate) recovery: RecoveryMode,
+    pub(crate) compaction: CompactionStrategy,
+    pub(crate) fs: Arc<dyn Fs>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            durability: Durability::default(),
+            memtable_size: 64 << 20,
+            max_immutable_memtables: 2,
+            block_size: 16 << 10,
+            block_cache_size: 64 << 20,
+            compression: Compression::default(),
+            recovery: RecoveryMode::default(),
+            compaction: CompactionStrategy::default(),
+            fs: Arc::new(OsFs),
+        }
+    }
+}
+
+impl Options {
+    /// When writes are acknowledged (default [`Durability::Buffered`]).
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// Bytes a memtable holds before it is frozen and flushed (default 64 MiB,
+    /// at least 1 KiB, at most 16 GiB).
+    pub fn memtable_size(mut self, bytes: usize) -> Self {
+        self.memtable_size = bytes.clamp(1 << 10, 16 << 30);
+        self
+    }
+
+    /// Frozen memtables allowed to wait for flush before writers stall (default 2).
+    pub fn max_immutable_memtables(mut self, n: usize) -> Self {
+        self.max_immutable_memtables = n.max(1);
+        self
+    }
+
+    /// Uncompressed bytes per SSTable data block (default 16 KiB).
+    pub fn block_size(mut self, bytes: usize) -> Self {
+        self.block_size = bytes.clamp(256, 16 << 20);
+        self
+    }
+
+    /// Bytes of decoded blocks kept in memory (default 64 MiB).
+    pub fn block_cache_size(mut self, bytes: usize) -> Self {
+        self.block_cache_size = bytes;
+        self
+    }
+
+    /// Block compression (default zstd level 3).
+    pub fn compression(mut self, compression: Compression) -> Self {
+        self.compression = compression;
+        self
+    }
+
+    /// What to do with a damaged log tail (default: cut it and report).
+    pub fn recovery_mode(mut self, mode: RecoveryMode) -> Self {
+        self.recovery = mode;
+        self
+    }
+
+    /// How each family's files are compacted (default leveled; see
+    /// `docs/compaction.md`).
+    pub fn compaction_strategy(mut self, strategy: CompactionStrategy) -> Self {
+        self.compaction = strategy;
+        self
+    }
+
+    /// The file system the database lives on: the operating system's by
+    /// default; [`crate::fs::MemFs`] for tests that simulate power loss.
+    pub fn file_system(mut self, fs: Arc<dyn Fs>) -> Self {
+        self.fs = fs;
+        self
+    }
+
+    /// When writes are acknowledged.
+    pub fn get_durability(&self) -> Durability {
+        self.durability
+    }
+
+    /// Bytes a memtable holds before it is frozen and flushed.
+    pub fn get_memtable_size(&self) -> usize {
+        self.memtable_size
+    }
+
+    /// Uncompressed bytes per SSTable data block.
+    pub fn get_block_size(&self) -> usize {
+        self.block_size
+    }
+
+    /// Bytes of decoded blocks kept in memory.
+    pub fn get_block_cache_size(&self) -> usize {
+        self.block_cache_size
+    }
+
+    /// Block compression.
+    pub fn get_compression(&self) -> Compression {
+        self.compression
+    }
+
+    /// What recovery does with a damaged log tail.
+    pub fn get_recovery_mode(&self) -> RecoveryMode {
+        self.recovery
+    }
+
+    /// How each family's files are compacted.
+    pub fn get_compaction_strategy(&self) -> CompactionStrategy {
+        self.compaction
+    }
+
+    /// Opens (creating if missing) the database in directory `path`.
+    ///
+    /// # Errors
+    /// `Error::Locked` if another handle holds the directory, `Error::Corruption`
+    /// if the manifest, a log or a table fails its checks, `Error::Io` on I/O failure.
+    pub fn open(self, path: impl AsRef<Path>) -> Result<Db> {
+        Db::open_with(path.as_ref(), self)
+    }
+
+    /// Opens the existing database in `path` to read it, beside a process
+    /// that may have it open for writing, as RocksDB's `OpenForReadOnly`.
+    ///
+    /// Nothing in the directory is created, changed or deleted, and the lock
+    /// is not taken: the view is the live SSTables plus the logs not yet
+    /// flushed, replayed into memory, as of the moment of opening. It does not
+    /// follow later writes (open again for a newer view). If the writer
+    /// flushes or compacts while the view is being gathered, gathering starts
+    /// over, so the view is always a consistent prefix of the writer's
+    /// history. A torn record at the end of the newest log is read as its
+    /// end (it is a write in flight), and the file is left as it is. Writes,
+    /// schema changes, `flush` and `compact_table` fail with
+    /// `Error::ReadOnly`; no background thread runs.
+    ///
+    /// # Errors
+    /// `Error::Io` (kind `NotFound`) if `path` holds no manifest,
+    /// `Error::Corruption` if the manifest, a log or a table fails its checks.
+    pub fn open_read_only(self, path: impl AsRef<Path>) -> Result<Db> {
+        Db::open_read_only_with(path.as_ref(), self)
+    }
+}

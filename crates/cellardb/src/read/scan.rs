@@ -1,0 +1,157 @@
+//! Turning a merged entry stream into rows: gather a row's entries into one
+//! buffer ([`RowGather`]), assemble each family, apply the filter, group
+//! into a [`Row`]. The returned row's qualifiers and values are slices of
+//! the gathered buffer, so a row costs a handful of allocations whatever
+//! its number of cells.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::Result;
+use crate::iter::{MergingIter, RowGather, Skipper};
+use crate::model::assemble::{FamilyRules, LiveCell, assemble_family};
+use crate::model::filter::{Filter, RowCell, RowView};
+use crate::model::range_drop::dropped_below;
+use crate::model::{Aggregate, Cell, Column, Family, GcRule, RangeDrop, Row};
+
+/// A family as one read sees it; its index in the read's list is its rank.
+#[derive(Debug, Clone)]
+pub(crate) struct FamilyView {
+    pub name: String,
+    pub store: u32,
+    pub gc_rule: GcRule,
+    /// The family's aggregate, if it is an aggregate family.
+    pub aggregate: Option<Aggregate>,
+    /// The family's dropped row ranges.
+    pub drops: Vec<RangeDrop>,
+}
+
+/// Rows out of a merge of every source of one span of keys.
+pub(crate) struct RowScanner {
+    merge: MergingIter,
+    families: Arc<Vec<FamilyView>>,
+    names: Arc<Vec<String>>,
+    filter: Arc<Filter>,
+    snapshot: u64,
+    now: i64,
+    reverse: bool,
+    row: RowGather,
+    live: Vec<LiveCell>,
+    /// Reused from row to row.
+    cells: Vec<RowCell>,
+    /// Jumps over what the filter drops anyway (forward reads only).
+    seeker: Option<super::Seeker>,
+}
+
+impl RowScanner {
+    pub fn new(
+        merge: MergingIter,
+        families: Arc<Vec<FamilyView>>,
+        filter: Arc<Filter>,
+        snapshot: u64,
+        now: i64,
+        reverse: bool,
+    ) -> Self {
+        let names = Arc::new(families.iter().map(|f| f.name.clone()).collect());
+        let seeker = if reverse { None } else { super::Seeker::new(&filter, &families, snapshot) };
+        RowScanner {
+            merge,
+            families,
+            names,
+            filter,
+            snapshot,
+            now,
+            reverse,
+            row: RowGather::default(),
+            live: Vec::new(),
+            cells: Vec::new(),
+            seeker,
+        }
+    }
+
+    /// The next row with at least one cell after deletes, GC and the filter.
+    pub fn next_row(&mut self) -> Result<Option<Row>> {
+        loop {
+            let skipper = self.seeker.as_mut().map(|s| s as &mut dyn Skipper);
+            if !self.row.next_row_skipping(&mut self.merge, self.reverse, skipper)? {
+                return Ok(None);
+            }
+            self.find_live();
+            if self.live.is_empty() {
+                continue;
+            }
+            let mut cells = std::mem::take(&mut self.cells);
+            cells.clear();
+            let live = std::mem::take(&mut self.live);
+            cells.extend(live.iter().map(|c| self.row_cell(c)));
+            self.live = live;
+            let view = RowView { key: self.row.key(), families: &self.names, bytes: self.row.bytes() };
+            let mut cells = self.filter.apply(&view, cells);
+            let row = (!cells.is_empty()).then(|| self.group(&mut cells));
+            self.cells = cells;
+            if row.is_some() {
+                return Ok(row);
+            }
+        }
+    }
+
+    /// The indices of the live cells of the gathered row, family by family.
+    fn find_live(&mut self) {
+        let mut live = std::mem::take(&mut self.live);
+        live.clear();
+        let gathered = self.row.gathered();
+        let mut start = 0;
+        while start < gathered.len() {
+            let rank = gathered[start].rank;
+            let n = gathered[start..].iter().take_while(|g| g.rank == rank).count();
+            if let Some(view) = self.families.get(usize::from(rank)) {
+                let dropped_below = dropped_below(&view.drops, self.row.key());
+                let rules = FamilyRules {
+                    gc_rule: &view.gc_rule,
+                    snapshot: self.snapshot,
+                    now: self.now,
+                    dropped_below,
+                    aggregate: view.aggregate,
+                };
+                let entries = (start..start + n).map(|i| (i, self.row.entry(i)));
+                assemble_family(entries, &rules, &mut live);
+            }
+            start += n;
+        }
+        self.live = live;
+    }
+
+    fn row_cell(&mut self, live: &LiveCell) -> RowCell {
+        let g = &self.row.gathered()[live.index];
+        let (family, qualifier, timestamp) = (g.rank, g.qualifier.clone(), g.timestamp);
+        let value = match live.merged {
+            Some(v) => self.row.append(&v.to_be_bytes()),
+            None => g.value.clone(),
+        };
+        RowCell { family, qualifier, timestamp, value, labels: Vec::new() }
+    }
+
+    /// Groups cells in model order into a row whose bytes share one buffer.
+    fn group(&mut self, cells: &mut Vec<RowCell>) -> Row {
+        let buffer = Bytes::from(self.row.take_bytes());
+        let mut families: Vec<Family> = Vec::new();
+        let mut ranks: Vec<u16> = Vec::new();
+        for c in cells.drain(..) {
+            if ranks.last() != Some(&c.family) {
+                ranks.push(c.family);
+                let name = self.names.get(usize::from(c.family)).cloned().unwrap_or_default();
+                families.push(Family { name, columns: Vec::new() });
+            }
+            let Some(family) = families.last_mut() else { continue };
+            let qualifier = &buffer[c.qualifier.clone()];
+            if family.columns.last().is_none_or(|col| col.qualifier != qualifier) {
+                family.columns.push(Column { qualifier: buffer.slice(c.qualifier.clone()), cells: Vec::new() });
+            }
+            if let Some(col) = family.columns.last_mut() {
+                col.cells.push(Cell { timestamp: c.timestamp, value: buffer.slice(c.value), labels: c.labels });
+            }
+        }
+        Row { key: Bytes::copy_from_slice(self.row.key()), families }
+    }
+}

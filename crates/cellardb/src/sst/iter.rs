@@ -1,0 +1,228 @@
+//! Iterating an SSTable's entries within key bounds, forward or backward.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use super::block::DecodedBlock;
+use super::reader::{SstBlockCache, SstReader};
+use crate::Result;
+use crate::iter::EntrySource;
+use crate::key::{EntryRef, InternalKey};
+
+/// Entries of one SSTable between two key bounds, in key order or reversed.
+pub struct SstIter {
+    reader: Arc<SstReader>,
+    cache: Option<Arc<SstBlockCache>>,
+    lo: Bound<InternalKey>,
+    hi: Bound<InternalKey>,
+    reverse: bool,
+    block_idx: usize,
+    block: Option<Arc<DecodedBlock>>,
+    pos: usize,
+    /// Whether the far bound lies beyond the current block, so its entries
+    /// need no bound check.
+    block_inside: bool,
+}
+
+impl SstIter {
+    /// An iterator over the entries of `reader` within `(lo, hi)`, positioned
+    /// on the first (or, if `reverse`, the last) of them.
+    pub fn new(
+        reader: Arc<SstReader>,
+        cache: Option<Arc<SstBlockCache>>,
+        (lo, hi): (Bound<InternalKey>, Bound<InternalKey>),
+        reverse: bool,
+    ) -> Result<SstIter> {
+        let mut it = SstIter { reader, cache, lo, hi, reverse, block_idx: 0, block: None, pos: 0, block_inside: false };
+        if reverse {
+            it.seek_last()?;
+        } else {
+            it.seek_first()?;
+        }
+        Ok(it)
+    }
+
+    /// The entry under the iterator, or `None` once past the bounds.
+    pub fn current(&self) -> Option<EntryRef<'_>> {
+        self.block.as_ref()?.entry(self.pos)
+    }
+
+    /// Moves forward to the first entry not less than `target` (nothing if
+    /// the current entry is already there). Forward iterators only.
+    pub fn seek(&mut self, target: &InternalKey) -> Result<()> {
+        let Some(cur) = self.current() else { return Ok(()) };
+        if self.reverse || cur.cmp_internal(target).is_ge() {
+            return Ok(());
+        }
+        let past_end = match &self.hi {
+            Bound::Unbounded => false,
+            Bound::Included(k) => target > k,
+            Bound::Excluded(k) => target >= k,
+        };
+        if past_end {
+            // Nothing left in bounds: end without reading another block.
+            self.block = None;
+            return Ok(());
+        }
+        let in_block = self.block.as_ref().and_then(|b| b.entry(b.len().wrapping_sub(1)));
+        if in_block.is_some_and(|last| last.cmp_internal(target).is_ge()) {
+            if let Some(block) = &self.block {
+                self.pos = block.seek(target, true).max(self.pos);
+            }
+            self.check_bounds();
+            return Ok(());
+        }
+        // Past this block: seek from the index, as a new lower bound would.
+        let lo = std::mem::replace(&mut self.lo, Bound::Included(target.clone()));
+        let sought = self.seek_first();
+        self.lo = lo;
+        sought
+    }
+
+    /// Moves to the next entry in the iterator's direction.
+    pub fn advance(&mut self) -> Result<()> {
+        if self.block.is_none() {
+            return Ok(());
+        }
+        if self.reverse {
+            self.step_back()?;
+        } else {
+            self.pos += 1;
+            self.skip_forward()?;
+        }
+        self.check_bounds();
+        Ok(())
+    }
+
+    fn load(&mut self, i: usize) -> Result<()> {
+        self.block_idx = i;
+        let block = self.reader.block(i, self.cache.as_deref())?;
+        let edge = if self.reverse { block.entry(0) } else { block.entry(block.len().wrapping_sub(1)) };
+        self.block_inside = edge.is_some_and(|e| !self.outside(&e));
+        self.block = Some(block);
+        Ok(())
+    }
+
+    fn block_len(&self) -> usize {
+        self.block.as_ref().map_or(0, |b| b.len())
+    }
+
+    fn seek_first(&mut self) -> Result<()> {
+        self.block = None;
+        let index = self.reader.index();
+        let i = match &self.lo {
+            Bound::Unbounded => 0,
+            Bound::Included(k) => index.partition_point(|e| e.last_key < *k),
+            Bound::Excluded(k) => index.partition_point(|e| e.last_key <= *k),
+        };
+        if i >= index.len() {
+            return Ok(());
+        }
+        self.load(i)?;
+        let Some(block) = &self.block else { return Ok(()) };
+        self.pos = match &self.lo {
+            Bound::Unbounded => 0,
+            Bound::Included(k) => block.seek(k, true),
+            Bound::Excluded(k) => block.seek(k, false),
+        };
+        self.skip_forward()?;
+        self.check_bounds();
+        Ok(())
+    }
+
+    /// Moves past the end of exhausted (or empty) blocks.
+    fn skip_forward(&mut self) -> Result<()> {
+        while self.block.is_some() && self.pos >= self.block_len() {
+            if self.block_idx + 1 >= self.reader.index().len() {
+                self.block = None;
+                return Ok(());
+            }
+            self.load(self.block_idx + 1)?;
+            self.pos = 0;
+        }
+        Ok(())
+    }
+
+    fn seek_last(&mut self) -> Result<()> {
+        let index = self.reader.index();
+        if index.is_empty() {
+            return Ok(());
+        }
+        let i = match &self.hi {
+            Bound::Unbounded => index.len(),
+            Bound::Included(k) | Bound::Excluded(k) => index.partition_point(|e| e.last_key < *k),
+        }
+        .min(index.len() - 1);
+        self.load(i)?;
+        let Some(block) = &self.block else { return Ok(()) };
+        let after = match &self.hi {
+            Bound::Unbounded => block.len(),
+            Bound::Included(k) => block.seek(k, false),
+            Bound::Excluded(k) => block.seek(k, true),
+        };
+        // Position one past the candidate, then step back onto it.
+        self.pos = after;
+        self.step_back()?;
+        self.check_bounds();
+        Ok(())
+    }
+
+    /// Moves to the previous entry, across (and past empty) blocks.
+    fn step_back(&mut self) -> Result<()> {
+        while self.block.is_some() {
+            if self.pos > 0 {
+                self.pos -= 1;
+                return Ok(());
+            }
+            if self.block_idx == 0 {
+                self.block = None;
+                return Ok(());
+            }
+            self.load(self.block_idx - 1)?;
+            self.pos = self.block_len();
+        }
+        Ok(())
+    }
+
+    /// Ends the iteration once the current entry is outside the far bound.
+    fn check_bounds(&mut self) {
+        if self.block_inside {
+            return;
+        }
+        let Some(e) = self.current() else { return };
+        if self.outside(&e) {
+            self.block = None;
+        }
+    }
+
+    /// Whether `e` lies beyond the far bound of the iteration's direction.
+    fn outside(&self, e: &EntryRef<'_>) -> bool {
+        if self.reverse {
+            match &self.lo {
+                Bound::Unbounded => false,
+                Bound::Included(k) => e.cmp_internal(k).is_lt(),
+                Bound::Excluded(k) => e.cmp_internal(k).is_le(),
+            }
+        } else {
+            match &self.hi {
+                Bound::Unbounded => false,
+                Bound::Included(k) => e.cmp_internal(k).is_gt(),
+                Bound::Excluded(k) => e.cmp_internal(k).is_ge(),
+            }
+        }
+    }
+}
+
+impl EntrySource for SstIter {
+    fn current(&self) -> Option<EntryRef<'_>> {
+        SstIter::current(self)
+    }
+
+    fn advance(&mut self) -> Result<()> {
+        SstIter::advance(self)
+    }
+
+    fn seek(&mut self, target: &InternalKey) -> Result<()> {
+        SstIter::seek(self, target)
+    }
+}

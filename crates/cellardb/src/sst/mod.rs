@@ -1,0 +1,41 @@
+//! SSTables: immutable sorted files of one column family's entries.
+//!
+//! The format stands alone: it knows the entry format (`key.rs`), the
+//! file-system seam and a generic block cache, and nothing of the engine —
+//! no options, no clock, no other format. The inspection surface
+//! (`cellardb::inspect`), the engine and the tests use [`SstWriter`],
+//! [`SstReader`] and [`SstIter`] alike. The byte layout is specified in
+//! `docs/format/sstable.md`:
+//!
+//! ```text
+//! [data block][trailer] ... [index block][trailer] [bloom block][trailer]
+//! [properties block][trailer] [footer: 3 handles, version, crc, magic]
+//! ```
+
+mod block;
+mod block_builder;
+mod bloom;
+pub mod format;
+mod index;
+mod iter;
+mod props;
+mod reader;
+mod writer;
+
+pub use block::DecodedBlock;
+#[cfg(test)]
+pub(crate) use block_builder::BlockBuilder;
+pub use format::{BlockHandle, Footer};
+pub use index::IndexEntry;
+pub use iter::SstIter;
+pub use props::Properties;
+pub use reader::{CheckReport, SstBlockCache, SstReader};
+pub use writer::{Compression, SstOptions, SstOrigin, SstSummary, SstWriter};
+
+/// The file name of SSTable number `n`.
+pub fn file_name(n: u64) -> String {
+    format!("{n:06}.sst")
+}
+
+#[cfg(test)]
+mod tests;

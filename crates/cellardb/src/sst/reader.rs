@@ -1,0 +1,291 @@
+//! Reading an SSTable: footer, index, filter and properties at open; data
+//! blocks on demand, checksummed, decompressed and cached.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+
+use super::block::DecodedBlock;
+use super::format::{BlockCompression, BlockHandle, FOOTER_LEN, Footer, MAX_RAW_BLOCK, TRAILER_LEN, check_trailer};
+use super::index::{self, IndexEntry};
+use super::{Properties, bloom};
+use crate::cache::BlockCache;
+use crate::coding::DecodeError;
+use crate::key::Entry;
+use crate::{Error, Result};
+
+/// The cache an SSTable's decoded data blocks are kept in.
+pub type SstBlockCache = BlockCache<DecodedBlock>;
+
+thread_local! {
+    static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+}
+
+/// An open SSTable.
+#[derive(Debug)]
+pub struct SstReader {
+    path: PathBuf,
+    id: u64,
+    data: Bytes,
+    footer: Footer,
+    index: Vec<IndexEntry>,
+    bloom: Bytes,
+    props: Properties,
+    blocks_decoded: AtomicU64,
+}
+
+impl SstReader {
+    /// Opens the SSTable whose bytes are `data` (read from `path`).
+    ///
+    /// # Errors
+    /// `Error::Corruption` if the footer, index, filter or properties fail
+    /// their checks.
+    pub fn open(path: &Path, data: Bytes) -> Result<SstReader> {
+        SstReader::open_with_id(path, data, 0)
+    }
+
+    /// [`SstReader::open`], with `id` naming the file in a block cache:
+    /// unique among the tables that share one.
+    pub(crate) fn open_with_id(path: &Path, data: Bytes, id: u64) -> Result<SstReader> {
+        if data.len() < FOOTER_LEN {
+            return Err(Error::corruption(path, 0, "file too short to be an SSTable"));
+        }
+        let footer_at = data.len() - FOOTER_LEN;
+        let footer = Footer::decode(&data[footer_at..]).map_err(|e| e.at(footer_at as u64).in_file(path))?;
+        let mut reader = SstReader {
+            path: path.to_path_buf(),
+            id,
+            data,
+            footer,
+            index: Vec::new(),
+            bloom: Bytes::new(),
+            props: Properties::default(),
+            blocks_decoded: AtomicU64::new(0),
+        };
+        let raw_index = reader.read_raw(&footer.index)?;
+        reader.index = index::decode(&raw_index).map_err(|e| reader.block_corruption(&footer.index, &e))?;
+        reader.bloom = reader.read_raw(&footer.bloom)?;
+        let raw_props = reader.read_raw(&footer.props)?;
+        reader.props = Properties::decode(&raw_props).map_err(|e| reader.block_corruption(&footer.props, &e))?;
+        Ok(reader)
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The id given at open.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Bytes of the file.
+    pub fn file_size(&self) -> u64 {
+        self.data.len() as u64
+    }
+
+    /// The properties block.
+    pub fn props(&self) -> &Properties {
+        &self.props
+    }
+
+    /// The footer: where the index, filter and properties blocks are.
+    pub fn footer(&self) -> &Footer {
+        &self.footer
+    }
+
+    /// The index: one entry per data block.
+    pub fn index(&self) -> &[IndexEntry] {
+        &self.index
+    }
+
+    /// Bytes of the bloom filter block.
+    pub fn bloom_bytes(&self) -> usize {
+        self.bloom.len()
+    }
+
+    /// Data blocks decompressed and decoded since open (cache hits excluded).
+    pub(crate) fn blocks_decoded(&self) -> u64 {
+        self.blocks_decoded.load(Ordering::Relaxed)
+    }
+
+    /// Whether the file may hold entries of `row` (false: it surely does not).
+    pub fn may_contain_row(&self, row: &[u8]) -> bool {
+        bloom::may_contain(&self.bloom, bloom::row_hash(row))
+    }
+
+    /// Data block `i` (the index's entry `i`), read, checked and decoded.
+    ///
+    /// # Errors
+    /// `Error::Corruption` at the block's offset if it fails its checksum
+    /// or does not decode; `Error::InvalidArgument` if there is no block `i`.
+    pub fn read_block(&self, i: usize) -> Result<Arc<DecodedBlock>> {
+        self.block(i, None)
+    }
+
+    /// Data block `i`, from `cache` if there, else read, checked, decoded
+    /// and cached.
+    pub(crate) fn block(&self, i: usize, cache: Option<&SstBlockCache>) -> Result<Arc<DecodedBlock>> {
+        let key = (self.id, i as u32);
+        if let Some(block) = cache.and_then(|c| c.get(key)) {
+            return Ok(block);
+        }
+        let Some(entry) = self.index.get(i) else {
+            let what = format!("block {i} of {}: the file has {} data blocks", self.path.display(), self.index.len());
+            return Err(Error::InvalidArgument(what));
+        };
+        let handle = entry.handle;
+        let raw = self.read_raw(&handle)?;
+        let block = Arc::new(DecodedBlock::decode(raw).map_err(|e| self.block_corruption(&handle, &e))?);
+        self.blocks_decoded.fetch_add(1, Ordering::Relaxed);
+        if let Some(c) = cache {
+            c.insert(key, block.clone());
+        }
+        Ok(block)
+    }
+
+    /// A block (data, index or properties) whose bytes passed their
+    /// checksum but do not decode: the fault is named at the block's offset
+    /// in the file, with its place in the decompressed bytes.
+    fn block_corruption(&self, handle: &BlockHandle, e: &DecodeError) -> Error {
+        Error::corruption(
+            &self.path,
+            handle.offset,
+            format!("block does not decode: {} (at byte {} of the decompressed block)", e.what, e.offset),
+        )
+    }
+
+    /// The decompressed bytes of the block at `handle`, checksum verified.
+    fn read_raw(&self, handle: &BlockHandle) -> Result<Bytes> {
+        let at = handle.offset;
+        let corrupt = |what: &'static str| Error::corruption(&self.path, at, what);
+        let meta_end = (self.data.len() - FOOTER_LEN) as u64;
+        if handle.end().is_none_or(|end| end > meta_end) {
+            return Err(corrupt("block handle points past the end of the data"));
+        }
+        if handle.raw_len > MAX_RAW_BLOCK {
+            return Err(corrupt("block larger than 256 MiB once decompressed"));
+        }
+        let start = at as usize;
+        let stored_end = start + handle.stored_len as usize;
+        let stored = self.data.slice(start..stored_end);
+        let trailer = &self.data[stored_end..stored_end + TRAILER_LEN];
+        let compression = check_trailer(&stored, trailer).map_err(|e| e.at(at).in_file(&self.path))?;
+        let raw = match compression {
+            BlockCompression::Raw => stored,
+            BlockCompression::Zstd => {
+                decompress(&stored, handle.raw_len as usize).map_err(|e| e.at(at).in_file(&self.path))?
+            }
+        };
+        if raw.len() != handle.raw_len as usize {
+            return Err(corrupt("block length differs from its handle"));
+        }
+        Ok(raw)
+    }
+
+    /// Reads and decodes every block and checks that keys strictly increase.
+    /// Returns the number of entries.
+    ///
+    /// # Errors
+    /// `Error::Corruption` naming the offset of the first bad block.
+    pub fn verify(&self) -> Result<u64> {
+        let report = self.check();
+        match report.faults.into_iter().next() {
+            Some(fault) => Err(fault),
+            None => Ok(report.entries),
+        }
+    }
+
+    /// Reads and decodes every block, checking its checksum, that keys
+    /// strictly increase within and across blocks, that each block agrees
+    /// with its index entry, and that the entries add up to the properties'
+    /// counts. Unlike [`SstReader::verify`] it goes on past a bad block, so
+    /// it reports every fault (each `Error::Corruption` with its offset).
+    pub fn check(&self) -> CheckReport {
+        let mut report = CheckReport::default();
+        let mut last: Option<Entry> = None;
+        for (i, ie) in self.index.iter().enumerate() {
+            let fault = |what: String| Error::corruption(&self.path, ie.handle.offset, what);
+            let block = match self.block(i, None) {
+                Ok(block) => block,
+                Err(e) => {
+                    report.faults.push(e);
+                    // Keys after a bad block are compared with its index key.
+                    last = Some(Entry { key: ie.last_key.clone(), value: Bytes::new() });
+                    continue;
+                }
+            };
+            report.blocks += 1;
+            let mut prev = last.as_ref().map(Entry::as_ref);
+            for (j, e) in block.entries().enumerate() {
+                if prev.is_some_and(|p| p.cmp_key(&e).is_ge()) {
+                    report.faults.push(fault(format!("block {i}: entry {j} is not after the entry before it")));
+                }
+                prev = Some(e);
+            }
+            let block_last = block.entry(block.len().wrapping_sub(1));
+            if block_last.is_none_or(|l| l.cmp_internal(&ie.last_key).is_ne()) {
+                report.faults.push(fault(format!("block {i}: its last key differs from its index entry's")));
+            }
+            if block.len() != ie.entries as usize {
+                let what = format!("block {i}: {} entries, its index entry says {}", block.len(), ie.entries);
+                report.faults.push(fault(what));
+            }
+            report.entries += block.len() as u64;
+            for e in block.entries() {
+                if e.kind.is_cell() {
+                    report.cells += 1;
+                }
+            }
+            last = block_last.map(|l| l.to_entry());
+        }
+        if report.faults.is_empty() {
+            let (p, tombstones) = (&self.props, report.entries - report.cells);
+            if (p.cells, p.tombstones, p.data_blocks) != (report.cells, tombstones, self.index.len() as u64) {
+                let what = format!(
+                    "properties count {} cells, {} tombstones, {} blocks; the blocks hold {}, {}, {}",
+                    p.cells,
+                    p.tombstones,
+                    p.data_blocks,
+                    report.cells,
+                    tombstones,
+                    self.index.len()
+                );
+                report.faults.push(Error::corruption(&self.path, self.footer.props.offset, what));
+            }
+        }
+        report
+    }
+}
+
+/// What [`SstReader::check`] found.
+#[derive(Debug, Default)]
+pub struct CheckReport {
+    /// Data blocks that read and decoded.
+    pub blocks: u64,
+    /// Entries in those blocks.
+    pub entries: u64,
+    /// Cells (puts) among them.
+    pub cells: u64,
+    /// Every fault found, in file order.
+    pub faults: Vec<Error>,
+}
+
+/// The zstd frame `stored`, decompressed; a fault is at the frame's start.
+fn decompress(stored: &[u8], raw_len: usize) -> Result<Bytes, DecodeError> {
+    DECOMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            let d = zstd::bulk::Decompressor::new();
+            *slot = Some(d.map_err(|e| DecodeError::new(0, format!("no zstd context: {e}")))?);
+        }
+        let d = slot.as_mut().ok_or(DecodeError::new(0, "no zstd context"))?;
+        d.decompress(stored, raw_len)
+            .map(Bytes::from)
+            .map_err(|e| DecodeError::new(0, format!("zstd frame does not decompress: {e}")))
+    })
+}

@@ -1,0 +1,128 @@
+//! The SSTable layer on its own: random entries written with `SstWriter`,
+//! read back with `SstIter` between random bounds, forward and backward,
+//! against a sorted vector.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::{Compression, SstIter, SstOptions, SstOrigin, SstReader, SstWriter};
+use crate::fs::{Fs, MemFs};
+use crate::key::{Entry, InternalKey};
+
+const ORIGIN: SstOrigin<'static> = SstOrigin { family: "cf", store: 1, created_micros: 0 };
+
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+fn random_entries(rng: &mut Rng, n: usize) -> Vec<Entry> {
+    let mut entries: Vec<Entry> = (0..n)
+        .map(|i| {
+            let row: Bytes = format!("row{:03}", rng.below(60)).into();
+            let q: Bytes = ["", "a", "b\0", "pressure"][rng.below(4) as usize].into();
+            let ts = 1000 * rng.below(50) as i64;
+            let seq = i as u64 + 1;
+            match rng.below(10) {
+                0 => Entry::delete_family(row, seq),
+                1 => Entry::delete_column(row, q, (ts, Some(ts + 5000)), seq),
+                _ => Entry::put(row, q, ts, seq, format!("value-{i}").into()),
+            }
+        })
+        .collect();
+    entries.sort_by(|a, b| a.key.cmp(&b.key));
+    entries
+}
+
+fn write(fs: &MemFs, entries: &[Entry], block_size: usize, compression: Compression) -> Arc<SstReader> {
+    let path = std::path::Path::new("/t.sst");
+    let mut w = SstWriter::create(fs, path, ORIGIN, SstOptions { block_size, compression }).unwrap();
+    for e in entries {
+        w.add(e.as_ref()).unwrap();
+    }
+    let summary = w.finish().unwrap();
+    assert_eq!(summary.props.cells + summary.props.tombstones, entries.len() as u64);
+    let reader = SstReader::open(path, fs.map(path).unwrap()).unwrap();
+    assert_eq!(reader.verify().unwrap(), entries.len() as u64);
+    Arc::new(reader)
+}
+
+fn bound(rng: &mut Rng, entries: &[Entry]) -> Bound<InternalKey> {
+    let k = match rng.below(3) {
+        0 => entries[rng.below(entries.len() as u64) as usize].key.clone(),
+        1 => InternalKey::first_of_row(format!("row{:03}", rng.below(62)).into()),
+        _ => return Bound::Unbounded,
+    };
+    if rng.below(2) == 0 { Bound::Included(k) } else { Bound::Excluded(k) }
+}
+
+fn within(k: &InternalKey, lo: &Bound<InternalKey>, hi: &Bound<InternalKey>) -> bool {
+    let above = match lo {
+        Bound::Included(b) => k >= b,
+        Bound::Excluded(b) => k > b,
+        Bound::Unbounded => true,
+    };
+    let below = match hi {
+        Bound::Included(b) => k <= b,
+        Bound::Excluded(b) => k < b,
+        Bound::Unbounded => true,
+    };
+    above && below
+}
+
+#[test]
+fn iteration_between_any_bounds_matches_a_sorted_vector() {
+    let mut rng = Rng(7);
+    for (block_size, compression) in
+        [(256, Compression::Zstd { level: 3 }), (64, Compression::None), (1 << 16, Compression::Zstd { level: 1 })]
+    {
+        let fs = MemFs::new();
+        let entries = random_entries(&mut rng, 1500);
+        let reader = write(&fs, &entries, block_size, compression);
+        for _ in 0..300 {
+            let (lo, hi) = (bound(&mut rng, &entries), bound(&mut rng, &entries));
+            let expected: Vec<&Entry> = entries.iter().filter(|e| within(&e.key, &lo, &hi)).collect();
+            for reverse in [false, true] {
+                let mut it = SstIter::new(reader.clone(), None, (lo.clone(), hi.clone()), reverse).unwrap();
+                let mut got = Vec::new();
+                while let Some(e) = it.current() {
+                    got.push(e.to_entry());
+                    it.advance().unwrap();
+                }
+                if reverse {
+                    got.reverse();
+                }
+                let want: Vec<Entry> = expected.iter().map(|e| (*e).clone()).collect();
+                assert_eq!(got, want, "bounds {lo:?}..{hi:?}, reverse {reverse}, block size {block_size}");
+            }
+        }
+    }
+}
+
+#[test]
+fn bloom_filter_never_hides_a_row_it_holds() {
+    let mut rng = Rng(11);
+    let fs = MemFs::new();
+    let entries = random_entries(&mut rng, 500);
+    let reader = write(&fs, &entries, 512, Compression::default());
+    assert!(entries.iter().all(|e| reader.may_contain_row(&e.key.row)));
+    let strangers = (0..1000).filter(|i| reader.may_contain_row(format!("absent{i}").as_bytes())).count();
+    assert!(strangers < 50, "{strangers} of 1000 absent rows pass the filter");
+}
+
+#[test]
+fn entries_out_of_order_are_refused() {
+    let fs = MemFs::new();
+    let path = std::path::Path::new("/bad.sst");
+    let options = SstOptions { block_size: 4096, compression: Compression::None };
+    let mut w = SstWriter::create(&fs, path, ORIGIN, options).unwrap();
+    w.add(Entry::put("b".into(), "q".into(), 0, 1, "v".into()).as_ref()).unwrap();
+    let err = w.add(Entry::put("a".into(), "q".into(), 0, 2, "v".into()).as_ref()).unwrap_err();
+    assert!(matches!(err, crate::Error::InvalidArgument(_)), "{err}");
+}

@@ -1,0 +1,295 @@
+//! Writing an SSTable from entries in key order.
+
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+
+use super::block_builder::BlockBuilder;
+use super::bloom;
+use super::format::{BlockCompression, BlockHandle, Footer, TRAILER_LEN, trailer};
+use super::index::{self, IndexEntry};
+use super::props::Properties;
+use crate::fs::{Fs, WritableFile};
+use crate::key::{EntryKind, EntryRef, InternalKey, compare_parts};
+use crate::{Error, Result};
+
+/// Bytes buffered before a write to the file.
+const WRITE_BUFFER: usize = 1 << 20;
+
+/// How SSTable blocks are compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// Blocks are stored as encoded.
+    None,
+    /// Each block is one zstd frame at this level (1–22); a block that
+    /// compression does not shrink by an eighth is stored raw.
+    Zstd {
+        /// zstd compression level.
+        level: i32,
+    },
+}
+
+impl Default for Compression {
+    fn default() -> Self {
+        Compression::Zstd { level: 3 }
+    }
+}
+
+/// Whose entries an SSTable holds, and when it was written: recorded in
+/// its properties. The format reads no clock; the caller says the time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SstOrigin<'a> {
+    /// The column family's name (as it is when the file is written).
+    pub family: &'a str,
+    /// The family's store id.
+    pub store: u32,
+    /// When the file is written, µs since the epoch.
+    pub created_micros: i64,
+}
+
+/// How an SSTable is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SstOptions {
+    /// Encoded bytes per data block before a new one is started.
+    pub block_size: usize,
+    /// How blocks are compressed.
+    pub compression: Compression,
+}
+
+/// What a finished SSTable holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SstSummary {
+    /// Bytes of the file.
+    pub file_size: u64,
+    /// Its properties block.
+    pub props: Properties,
+}
+
+/// Writes one SSTable. Entries must come in strictly increasing key order.
+pub struct SstWriter {
+    file: Box<dyn WritableFile>,
+    path: PathBuf,
+    options: SstOptions,
+    compressor: Option<zstd::bulk::Compressor<'static>>,
+    block: BlockBuilder,
+    index: Vec<IndexEntry>,
+    row_hashes: Vec<u64>,
+    props: Properties,
+    last: LastKey,
+    buffer: Vec<u8>,
+    offset: u64,
+}
+
+impl SstWriter {
+    /// Creates the file `path` for the entries of `origin`.
+    ///
+    /// # Errors
+    /// `Error::Io` if the file cannot be created or zstd cannot start.
+    pub fn create(fs: &dyn Fs, path: &Path, origin: SstOrigin<'_>, options: SstOptions) -> Result<SstWriter> {
+        let file = fs.create(path).map_err(|e| Error::io(path, e))?;
+        let compressor = match options.compression {
+            Compression::None => None,
+            Compression::Zstd { level } => Some(zstd::bulk::Compressor::new(level).map_err(|e| Error::io(path, e))?),
+        };
+        let props = Properties {
+            family: origin.family.to_owned(),
+            store: origin.store,
+            min_timestamp: i64::MAX,
+            max_timestamp: i64::MIN,
+            min_seq: u64::MAX,
+            created_micros: origin.created_micros,
+            ..Properties::default()
+        };
+        Ok(SstWriter {
+            file,
+            path: path.to_path_buf(),
+            options,
+            compressor,
+            block: BlockBuilder::default(),
+            index: Vec::new(),
+            row_hashes: Vec::new(),
+            props,
+            last: LastKey::default(),
+            buffer: Vec::with_capacity(WRITE_BUFFER),
+            offset: 0,
+        })
+    }
+
+    /// Bytes written to the file so far.
+    pub fn file_size(&self) -> u64 {
+        self.offset
+    }
+
+    /// Adds the next entry.
+    ///
+    /// # Errors
+    /// `Error::InvalidArgument` if `entry` does not sort after the previous
+    /// one; `Error::Io` if a full block cannot be written.
+    pub fn add(&mut self, entry: EntryRef<'_>) -> Result<()> {
+        if self.last.present {
+            if compare_parts(self.last.parts(), parts(&entry)) != std::cmp::Ordering::Less {
+                return Err(Error::InvalidArgument(format!(
+                    "SSTable entries out of order at row {:?}",
+                    String::from_utf8_lossy(entry.row)
+                )));
+            }
+            if self.last.row != entry.row {
+                self.new_row(entry.row);
+            }
+        } else {
+            self.new_row(entry.row);
+            self.props.first_row = Bytes::copy_from_slice(entry.row);
+        }
+        self.count(&entry);
+        self.block.add(entry);
+        self.last.set(&entry);
+        if self.block.estimated_size() >= self.options.block_size {
+            self.finish_data_block()?;
+        }
+        Ok(())
+    }
+
+    fn new_row(&mut self, row: &[u8]) {
+        self.row_hashes.push(bloom::row_hash(row));
+        self.props.rows += 1;
+    }
+
+    fn count(&mut self, entry: &EntryRef<'_>) {
+        let p = &mut self.props;
+        if entry.kind.is_cell() {
+            p.cells += 1;
+            p.min_timestamp = p.min_timestamp.min(entry.timestamp);
+            p.max_timestamp = p.max_timestamp.max(entry.timestamp);
+        } else {
+            p.tombstones += 1;
+        }
+        p.min_seq = p.min_seq.min(entry.seq);
+        p.max_seq = p.max_seq.max(entry.seq);
+        p.logical_bytes += (entry.logical_size() + p.family.len()) as u64;
+    }
+
+    fn finish_data_block(&mut self) -> Result<()> {
+        if self.block.len() == 0 {
+            return Ok(());
+        }
+        let last_key = self.last.to_key();
+        let entries = self.block.len() as u32;
+        let mut raw = Vec::with_capacity(self.block.estimated_size() + 64);
+        self.block.finish(&mut raw);
+        let handle = self.write_block(&raw, true)?;
+        self.props.raw_data_bytes += u64::from(handle.raw_len);
+        self.props.stored_data_bytes += u64::from(handle.stored_len) + TRAILER_LEN as u64;
+        self.props.data_blocks += 1;
+        self.index.push(IndexEntry { last_key, handle, entries });
+        Ok(())
+    }
+
+    /// Writes a block (compressed if allowed and worth it) with its trailer.
+    fn write_block(&mut self, raw: &[u8], compress: bool) -> Result<BlockHandle> {
+        let compressed = match (&mut self.compressor, compress) {
+            (Some(z), true) => Some(z.compress(raw).map_err(|e| Error::io(&self.path, e))?),
+            _ => None,
+        };
+        let (stored, compression): (&[u8], _) = match &compressed {
+            Some(c) if c.len() < raw.len() - raw.len() / 8 => (c, BlockCompression::Zstd),
+            _ => (raw, BlockCompression::Raw),
+        };
+        let too_big = || Error::InvalidArgument(format!("block of {} bytes is too large", raw.len()));
+        let handle = BlockHandle {
+            offset: self.offset,
+            stored_len: u32::try_from(stored.len()).map_err(|_| too_big())?,
+            raw_len: u32::try_from(raw.len()).map_err(|_| too_big())?,
+        };
+        let trailer = trailer(stored, compression);
+        self.append(stored)?;
+        self.append(&trailer)?;
+        Ok(handle)
+    }
+
+    fn append(&mut self, bytes: &[u8]) -> Result<()> {
+        self.buffer.extend_from_slice(bytes);
+        self.offset += bytes.len() as u64;
+        if self.buffer.len() >= WRITE_BUFFER {
+            self.flush_buffer()?;
+        }
+        Ok(())
+    }
+
+    fn flush_buffer(&mut self) -> Result<()> {
+        self.file.write_all(&self.buffer).map_err(|e| Error::io(&self.path, e))?;
+        self.buffer.clear();
+        Ok(())
+    }
+
+    /// Writes the index, filter, properties and footer, and syncs the file.
+    ///
+    /// # Errors
+    /// `Error::Io` if a write or the sync fails.
+    pub fn finish(mut self) -> Result<SstSummary> {
+        self.finish_data_block()?;
+        if self.last.present {
+            self.props.last_row = Bytes::copy_from_slice(&self.last.row);
+        }
+        if self.props.min_seq == u64::MAX {
+            self.props.min_seq = 0;
+        }
+        let index = self.write_block(&index::encode(&self.index), true)?;
+        let bloom = self.write_block(&bloom::build(&self.row_hashes), false)?;
+        let props = self.write_block(&self.props.encode(), false)?;
+        let footer = Footer { index, bloom, props }.encode();
+        self.append(&footer)?;
+        self.flush_buffer()?;
+        self.file.sync_data().map_err(|e| Error::io(&self.path, e))?;
+        Ok(SstSummary { file_size: self.offset, props: self.props })
+    }
+}
+
+fn parts<'a>(e: &EntryRef<'a>) -> (&'a [u8], &'a [u8], i64, u64, EntryKind) {
+    (e.row, e.qualifier, e.timestamp, e.seq, e.kind)
+}
+
+/// The last key added, in buffers reused from entry to entry.
+#[derive(Debug)]
+struct LastKey {
+    present: bool,
+    row: Vec<u8>,
+    qualifier: Vec<u8>,
+    timestamp: i64,
+    seq: u64,
+    kind: EntryKind,
+}
+
+impl Default for LastKey {
+    fn default() -> Self {
+        LastKey { present: false, row: Vec::new(), qualifier: Vec::new(), timestamp: 0, seq: 0, kind: EntryKind::Put }
+    }
+}
+
+impl LastKey {
+    fn set(&mut self, e: &EntryRef<'_>) {
+        self.present = true;
+        if self.row != e.row {
+            self.row.clear();
+            self.row.extend_from_slice(e.row);
+        }
+        if self.qualifier != e.qualifier {
+            self.qualifier.clear();
+            self.qualifier.extend_from_slice(e.qualifier);
+        }
+        (self.timestamp, self.seq, self.kind) = (e.timestamp, e.seq, e.kind);
+    }
+
+    fn parts(&self) -> (&[u8], &[u8], i64, u64, EntryKind) {
+        (&self.row, &self.qualifier, self.timestamp, self.seq, self.kind)
+    }
+
+    fn to_key(&self) -> InternalKey {
+        InternalKey {
+            row: Bytes::copy_from_slice(&self.row),
+            qualifier: Bytes::copy_from_slice(&self.qualifier),
+            timestamp: self.timestamp,
+            seq: self.seq,
+            kind: self.kind,
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! Appending to a log file.
+
+use std::path::{Path, PathBuf};
+
+use super::{MAGIC, VERSION};
+use crate::fs::{Fs, LogFile};
+use crate::{Error, Result};
+
+/// An open log file, appended to by the write path's group leader.
+pub struct WalWriter {
+    file: Box<dyn LogFile>,
+    path: PathBuf,
+}
+
+impl WalWriter {
+    /// Creates log file `number` in `dir` with room for about `capacity`
+    /// bytes, header written (not yet synced).
+    pub fn create(fs: &dyn Fs, dir: &Path, number: u64, capacity: usize) -> Result<WalWriter> {
+        let path = dir.join(super::file_name(number));
+        let mut file = fs.create_log(&path, capacity).map_err(|e| Error::io(&path, e))?;
+        let mut header = MAGIC.to_vec();
+        header.extend_from_slice(&VERSION.to_le_bytes());
+        file.append(&header).map_err(|e| Error::io(&path, e))?;
+        Ok(WalWriter { file, path })
+    }
+
+    /// Appends already-encoded records; on return they survive a crash of
+    /// this process.
+    pub fn append(&mut self, records: &[u8]) -> Result<()> {
+        self.file.append(records).map_err(|e| Error::io(&self.path, e))
+    }
+
+    /// Makes everything appended durable.
+    pub fn sync(&mut self) -> Result<()> {
+        self.file.sync().map_err(|e| Error::io(&self.path, e))
+    }
+}

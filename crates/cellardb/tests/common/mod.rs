@@ -1,0 +1,75 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+pub mod model;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use cellardb::fs::MemFs;
+use cellardb::{Db, Filter, GcRule, Options, Row, RowSet, Table};
+
+/// A database in a fresh temporary directory (kept alive by the returned guard).
+pub fn temp_db() -> (tempfile::TempDir, Db) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path()).expect("open");
+    (dir, db)
+}
+
+/// Options with a small memtable so tests cross flushes often.
+pub fn small_options() -> Options {
+    Options::default().memtable_size(16 << 10).block_size(1 << 10)
+}
+
+/// An in-memory database directory whose power can be cut.
+pub fn mem_options(fs: &MemFs) -> Options {
+    Options::default().file_system(Arc::new(fs.clone()))
+}
+
+/// Opens `path` with `opts`, creating table `t` with families `cf1`, `cf2` if missing.
+pub fn open_with_table(path: &Path, opts: Options) -> (Db, Table) {
+    let db = opts.open(path).expect("open");
+    let t = match db.table("t") {
+        Ok(t) => t,
+        Err(_) => db.create_table("t", [("cf1", GcRule::none()), ("cf2", GcRule::none())]).expect("create"),
+    };
+    (db, t)
+}
+
+/// A cell as a flat tuple: (row, family, qualifier, timestamp, value).
+pub type Flat = (String, String, String, i64, String);
+
+/// Every cell of `rows` as flat tuples, in the order returned.
+pub fn flatten(rows: &[Row]) -> Vec<Flat> {
+    rows.iter()
+        .flat_map(|r| {
+            let key = String::from_utf8_lossy(&r.key).into_owned();
+            r.cells()
+                .map(|(f, q, c)| {
+                    (
+                        key.clone(),
+                        f.to_owned(),
+                        String::from_utf8_lossy(q).into_owned(),
+                        c.timestamp,
+                        String::from_utf8_lossy(&c.value).into_owned(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Every cell of the table.
+pub fn scan_all(t: &Table) -> Vec<Flat> {
+    flatten(&t.read_rows(RowSet::all(), &Filter::pass_all()).collect_rows().expect("scan"))
+}
+
+/// The keys of `rows`, as strings.
+pub fn keys(rows: &[Row]) -> Vec<String> {
+    rows.iter().map(|r| String::from_utf8_lossy(&r.key).into_owned()).collect()
+}
+
+/// A flat tuple from string parts.
+pub fn flat(row: &str, family: &str, q: &str, ts: i64, v: &str) -> Flat {
+    (row.into(), family.into(), q.into(), ts, v.into())
+}

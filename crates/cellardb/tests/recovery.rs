@@ -1,0 +1,305 @@
+//! Durability and recovery: reopen after drop, power loss with `Sync`,
+//! torn log tails, the lock file, writes refused after an I/O failure.
+
+mod common;
+
+use std::io::Write;
+
+use cellardb::fs::MemFs;
+use cellardb::{Db, Durability, Error, GcRule, Mutation, Options, RecoveryMode};
+use common::*;
+
+fn put(t: &cellardb::Table, key: &str, v: &str) {
+    t.mutate_row(key, [Mutation::set_cell("cf1", "q", 1000, v)]).unwrap();
+}
+
+#[test]
+fn reopen_after_a_drop_without_close_keeps_every_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut expected = Vec::new();
+    for round in 0..3 {
+        let (db, t) = open_with_table(dir.path(), small_options());
+        assert_eq!(scan_all(&t), expected, "round {round}");
+        for i in 0..400 {
+            let key = format!("r{round}-{i:03}");
+            put(&t, &key, "v");
+            expected.push(flat(&key, "cf1", "q", 1000, "v"));
+        }
+        drop(t);
+        drop(db);
+    }
+    let (_db, t) = open_with_table(dir.path(), small_options());
+    assert_eq!(scan_all(&t), expected);
+}
+
+#[test]
+fn sync_writes_survive_power_loss_wherever_it_strikes() {
+    let path = std::path::Path::new("/db");
+    let mut fs = MemFs::new();
+    let mut acknowledged = Vec::new();
+    // Power fails after a different number of writes each round (none in
+    // the first: right after open, before the new log was ever synced), so
+    // it strikes in the middle of memtable switches and flushes too.
+    for round in 0..12 {
+        let opts = mem_options(&fs).durability(Durability::Sync).memtable_size(4 << 10);
+        let (db, t) = open_with_table(path, opts);
+        assert_eq!(scan_all(&t), acknowledged, "round {round}: every acknowledged write is back");
+        for i in 0..(round * 37) % 200 {
+            let key = format!("r{round:02}-{i:03}");
+            put(&t, &key, "v");
+            acknowledged.push(flat(&key, "cf1", "q", 1000, "v"));
+        }
+        let after_power_loss = fs.crash_copy();
+        drop(t);
+        drop(db);
+        fs = after_power_loss;
+    }
+}
+
+#[test]
+fn buffered_writes_may_be_lost_by_power_loss_but_the_database_opens() {
+    let fs = MemFs::new();
+    let path = std::path::Path::new("/db");
+    let (db, t) = open_with_table(path, mem_options(&fs));
+    db.flush().unwrap();
+    put(&t, "a", "unsynced");
+    let fs = fs.crash_copy();
+    let (_db2, t) = open_with_table(path, mem_options(&fs));
+    assert!(scan_all(&t).is_empty(), "unsynced writes are gone, and nothing else is");
+}
+
+fn log_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut logs: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    logs.sort();
+    logs
+}
+
+#[test]
+fn a_torn_log_tail_is_cut_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (_db, t) = open_with_table(dir.path(), Options::default());
+        for i in 0..10 {
+            put(&t, &format!("k{i}"), "v");
+        }
+    }
+    let log = log_files(dir.path()).pop().unwrap();
+    let len = std::fs::metadata(&log).unwrap().len();
+    let f = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
+    f.set_len(len - 3).unwrap();
+    let (db, t) = open_with_table(dir.path(), Options::default());
+    let got: Vec<String> = scan_all(&t).into_iter().map(|c| c.0).collect();
+    assert_eq!(got, (0..9).map(|i| format!("k{i}")).collect::<Vec<_>>());
+    let report = db.stats().unwrap().recovery;
+    assert_eq!(report.torn_tails.len(), 1);
+    let torn = &report.torn_tails[0];
+    assert_eq!(torn.file, log);
+    assert!(torn.dropped_bytes > 0 && torn.offset + torn.dropped_bytes == len - 3);
+    drop(t);
+    drop(db);
+    let (db, _t) = open_with_table(dir.path(), Options::default());
+    assert!(db.stats().unwrap().recovery.torn_tails.is_empty(), "the cut is permanent and reported once");
+}
+
+#[test]
+fn garbage_appended_to_the_log_is_a_torn_tail_in_tolerant_mode_only() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (_db, t) = open_with_table(dir.path(), Options::default());
+        put(&t, "a", "v");
+    }
+    let log = log_files(dir.path()).pop().unwrap();
+    std::fs::OpenOptions::new().append(true).open(&log).unwrap().write_all(&[0xabu8; 100]).unwrap();
+    let strict = Options::default().recovery_mode(RecoveryMode::AbsoluteConsistency).open(dir.path());
+    assert!(matches!(strict, Err(Error::Corruption { .. })), "strict mode refuses: {:?}", strict.err());
+    let (_db, t) = open_with_table(dir.path(), Options::default());
+    assert_eq!(scan_all(&t), vec![flat("a", "cf1", "q", 1000, "v")]);
+}
+
+#[test]
+fn the_zero_tail_a_crash_leaves_behind_a_mapped_log_is_a_clean_end() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (_db, t) = open_with_table(dir.path(), Options::default());
+        put(&t, "a", "v");
+    }
+    let log = log_files(dir.path()).pop().unwrap();
+    std::fs::OpenOptions::new().append(true).open(&log).unwrap().write_all(&vec![0u8; 1 << 20]).unwrap();
+    let db = Options::default().recovery_mode(RecoveryMode::AbsoluteConsistency).open(dir.path()).unwrap();
+    assert!(db.stats().unwrap().recovery.torn_tails.is_empty());
+    assert_eq!(scan_all(&db.table("t").unwrap()), vec![flat("a", "cf1", "q", 1000, "v")]);
+}
+
+#[test]
+fn a_second_open_of_the_same_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    assert!(matches!(Db::open(dir.path()), Err(Error::Locked { .. })));
+    db.close().unwrap();
+    drop(db);
+    Db::open(dir.path()).unwrap();
+}
+
+#[test]
+fn writes_are_refused_after_a_log_write_fails_until_reopen() {
+    let fs = MemFs::new();
+    let path = std::path::Path::new("/db");
+    let (db, t) = open_with_table(path, mem_options(&fs));
+    put(&t, "a", "v");
+    fs.set_fail_writes(true);
+    let failed = t.mutate_row("b", [Mutation::set_cell("cf1", "q", 1000, "v")]);
+    assert!(matches!(failed, Err(Error::Io { .. })), "{failed:?}");
+    fs.set_fail_writes(false);
+    let refused = t.mutate_row("c", [Mutation::set_cell("cf1", "q", 1000, "v")]);
+    assert_poisoned_by_io(&refused);
+    assert_eq!(scan_all(&t), vec![flat("a", "cf1", "q", 1000, "v")], "reads go on");
+    drop(t);
+    drop(db);
+    let (_db, t) = open_with_table(path, mem_options(&fs));
+    put(&t, "d", "v");
+    let keys: Vec<String> = scan_all(&t).into_iter().map(|c| c.0).collect();
+    assert_eq!(keys, ["a", "d"]);
+}
+
+#[test]
+fn orphaned_files_of_an_interrupted_flush_are_removed_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (_db, t) = open_with_table(dir.path(), Options::default());
+        put(&t, "a", "v");
+    }
+    std::fs::write(dir.path().join("999999.sst"), b"half-written table").unwrap();
+    std::fs::write(dir.path().join("MANIFEST.tmp"), b"half-written manifest").unwrap();
+    let (db, t) = open_with_table(dir.path(), Options::default());
+    assert_eq!(scan_all(&t), vec![flat("a", "cf1", "q", 1000, "v")]);
+    let removed = db.stats().unwrap().recovery.removed_files;
+    assert!(
+        removed.contains(&"999999.sst".to_string()) && removed.contains(&"MANIFEST.tmp".to_string()),
+        "{removed:?}"
+    );
+    assert!(!dir.path().join("999999.sst").exists());
+}
+
+#[test]
+fn closed_databases_refuse_writes() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("cf1", GcRule::none())]).unwrap();
+    db.close().unwrap();
+    assert!(matches!(t.mutate_row("a", [Mutation::set_cell("cf1", "q", 1000, "v")]), Err(Error::Closed)));
+    assert!(matches!(db.flush(), Err(Error::Closed)));
+}
+
+/// The child side of `a_killed_process_loses_no_acknowledged_write`: writes
+/// `rows` row mutations (crossing several flushes) and aborts, so no
+/// destructor runs, a flush may be half done and the log is left untrimmed.
+fn crash_child(dir: &str, rows: usize) -> ! {
+    let opts = Options::default().memtable_size(32 << 10);
+    let (_db, t) = open_with_table(std::path::Path::new(dir), opts);
+    for i in 0..rows {
+        t.mutate_row(format!("row{i:05}"), [Mutation::set_cell("cf1", "q", 1000, format!("v{i}"))]).unwrap();
+    }
+    std::process::abort();
+}
+
+#[test]
+fn a_killed_process_loses_no_acknowledged_write() {
+    const ROWS: usize = 3000;
+    if let Ok(dir) = std::env::var("CELLARDB_CRASH_CHILD") {
+        crash_child(&dir, ROWS);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..3 {
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "a_killed_process_loses_no_acknowledged_write", "--test-threads", "1"])
+            .env("CELLARDB_CRASH_CHILD", dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(!status.success(), "the child aborts");
+        let (db, t) = open_with_table(dir.path(), Options::default());
+        let cells = scan_all(&t);
+        assert_eq!(cells.len(), ROWS, "round {round}: every acknowledged write is back");
+        assert!(cells.iter().enumerate().all(|(i, c)| c.0 == format!("row{i:05}") && c.4 == format!("v{i}")));
+        assert!(db.stats().unwrap().recovery.torn_tails.is_empty(), "a killed process tears nothing");
+    }
+}
+
+#[test]
+fn a_failed_log_sync_at_a_memtable_switch_refuses_later_writes() {
+    let fs = MemFs::new();
+    let (db, t) = open_with_table(std::path::Path::new("/db"), mem_options(&fs));
+    put(&t, "a", "v");
+    fs.fail_writes_to(Some(".log"));
+    assert!(matches!(db.flush(), Err(Error::Io { .. })));
+    fs.fail_writes_to(None);
+    let refused = t.mutate_row("b", [Mutation::set_cell("cf1", "q", 1000, "v")]);
+    assert_poisoned_by_io(&refused);
+}
+
+#[test]
+fn writes_are_refused_after_a_flush_fails_until_reopen() {
+    let fs = MemFs::new();
+    let path = std::path::Path::new("/db");
+    let (db, t) = open_with_table(path, mem_options(&fs));
+    put(&t, "a", "v");
+    fs.fail_writes_to(Some(".sst"));
+    assert!(db.flush().is_err(), "the flush cannot write its table");
+    fs.fail_writes_to(None);
+    let refused = t.mutate_row("b", [Mutation::set_cell("cf1", "q", 1000, "v")]);
+    assert_poisoned_by_io(&refused);
+    assert_eq!(scan_all(&t), vec![flat("a", "cf1", "q", 1000, "v")], "reads go on");
+    drop(t);
+    drop(db);
+    let (_db, t) = open_with_table(path, mem_options(&fs));
+    put(&t, "c", "v");
+    let keys: Vec<String> = scan_all(&t).into_iter().map(|c| c.0).collect();
+    assert_eq!(keys, ["a", "c"]);
+}
+
+#[test]
+fn the_cut_of_a_torn_tail_survives_an_open_that_fails_afterwards() {
+    let fs = MemFs::new();
+    let path = std::path::Path::new("/db");
+    {
+        let (_db, t) = open_with_table(path, mem_options(&fs));
+        put(&t, "a", "v");
+        put(&t, "b", "v");
+    }
+    let log = fs_logs(&fs, path).pop().unwrap();
+    let len = {
+        use cellardb::fs::Fs;
+        fs.file_size(&log).unwrap() as usize
+    };
+    fs.corrupt_byte(&log, len - 1).unwrap();
+    // The open replays the log, cuts its tail, then fails writing its table.
+    fs.fail_writes_to(Some(".sst"));
+    assert!(Options::default().file_system(std::sync::Arc::new(fs.clone())).open(path).is_err());
+    fs.fail_writes_to(None);
+    // A new, empty log may now follow the cut one: the cut one opens clean.
+    let (db, t) = open_with_table(path, mem_options(&fs));
+    assert_eq!(scan_all(&t), vec![flat("a", "cf1", "q", 1000, "v")]);
+    assert!(db.stats().unwrap().recovery.torn_tails.is_empty(), "the tail was cut, and reported, once");
+}
+
+/// `result` is the refusal of a poisoned database, which keeps as its
+/// source the injected I/O failure that poisoned it.
+fn assert_poisoned_by_io(result: &cellardb::Result<()>) {
+    let Err(Error::Poisoned { source }) = result else { panic!("expected a refusal, got {result:?}") };
+    assert!(matches!(**source, Error::Io { .. }), "the first failure is kept: {source:?}");
+    assert!(source.to_string().contains("injected"), "{source}");
+    let e = result.as_ref().unwrap_err();
+    assert!(std::error::Error::source(e).is_some(), "the chain reaches the first failure");
+}
+
+fn fs_logs(fs: &MemFs, dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    use cellardb::fs::Fs;
+    let mut logs: Vec<_> =
+        fs.list(dir).unwrap().into_iter().filter(|n| n.ends_with(".log")).map(|n| dir.join(n)).collect();
+    logs.sort();
+    logs
+}

@@ -1,0 +1,97 @@
+//! Reads that seek: a filter on one column and one time range of a wide row
+//! reads the blocks of that column and range, not the whole row.
+
+use cellardb::{Db, Filter, GcRule, Mutation, Options, RowSet, TimeRange};
+
+const HOUR: i64 = 3_600_000_000;
+const MINUTE: i64 = 60_000_000;
+/// 2021-03-01T00:00:00Z, a Monday, in µs.
+const START_MICROS: i64 = 1_614_556_800_000_000;
+const METRICS: [&str; 4] = ["pressure", "temperature", "humidity", "altitude"];
+
+/// Two week-long wide rows, as Bigtable's time-bucket pattern writes them:
+/// one cell per metric per minute, in 1 KiB blocks, compacted, then
+/// reopened so that the block cache is cold.
+fn wide_rows(dir: &std::path::Path) -> Db {
+    {
+        let db = Options::default().block_size(1 << 10).open(dir).unwrap();
+        let t = db.create_table("balloons", [("measurements", GcRule::none())]).unwrap();
+        for minute in 0..7 * 1440 {
+            let ts = START_MICROS + minute * MINUTE;
+            for row in ["asia-south2#1001#week09", "us-west2#1000#week09"] {
+                let value = |m: usize| (90_000 + minute * 7 + m as i64 * 13).to_string();
+                let cells = (0..4).map(|m| Mutation::set_cell("measurements", METRICS[m], ts, value(m)));
+                t.mutate_row(row, cells).unwrap();
+            }
+        }
+        db.compact_table("balloons").unwrap();
+    }
+    Options::default().block_size(1 << 10).open(dir).unwrap()
+}
+
+fn blocks_decoded(db: &Db) -> u64 {
+    db.stats().unwrap().tables[0].families[0].blocks_decoded
+}
+
+#[test]
+fn one_column_and_one_hour_of_a_wide_row_read_only_their_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = wide_rows(dir.path());
+    let t = db.table("balloons").unwrap();
+    let row = "us-west2#1000#week09";
+    let hour = START_MICROS + 50 * HOUR;
+    let filter = Filter::chain([
+        Filter::column_qualifier_regex("humidity"),
+        Filter::timestamp_range(TimeRange::new(hour, hour + HOUR)),
+    ]);
+    let got = t.read_row(row, &filter).unwrap().unwrap();
+    assert_eq!(got.cell_count(), 60);
+    assert!(got.cells().all(|(_, q, c)| &q[..] == b"humidity" && (hour..hour + HOUR).contains(&c.timestamp)));
+    let filtered = blocks_decoded(&db);
+
+    let whole = t.read_row(row, &Filter::pass_all()).unwrap().unwrap();
+    assert_eq!(whole.cell_count(), 7 * 1440 * METRICS.len());
+    let all = blocks_decoded(&db) - filtered;
+    assert!(all > 100, "the row spans {all} blocks");
+    // The hour's blocks, and one where each of the four columns starts.
+    assert!(filtered <= 10, "one column's hour read {filtered} blocks of the row's {all}");
+}
+
+#[test]
+fn the_newest_cell_of_each_column_reads_a_block_per_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = wide_rows(dir.path());
+    let t = db.table("balloons").unwrap();
+    let rows = t.read_rows(RowSet::all(), &Filter::cells_per_column_limit(1)).collect_rows().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|r| r.cell_count() == METRICS.len()));
+    let last = START_MICROS + (7 * 1440 - 1) * MINUTE;
+    assert!(rows.iter().flat_map(|r| r.cells()).all(|(_, _, c)| c.timestamp == last));
+    let blocks = blocks_decoded(&db);
+    assert!(blocks <= 2 * METRICS.len() as u64 + 2, "{blocks} blocks for 8 cells");
+}
+
+/// The seek never skips what deletes or GC need: a tombstone newer than
+/// the cells in range, and max_versions counting from the newest cell.
+#[test]
+fn seeks_respect_tombstones_and_version_counting() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Options::default().block_size(256).open(dir.path()).unwrap();
+    let t = db.create_table("t", [("a", GcRule::none()), ("v", GcRule::max_versions(3))]).unwrap();
+    for ts in 1..=200 {
+        let ms = ts * 1000;
+        t.mutate_row("r", [Mutation::set_cell("a", "q", ms, "x"), Mutation::set_cell("v", "q", ms, "y")]).unwrap();
+    }
+    db.flush().unwrap();
+    t.mutate_row("r", [Mutation::delete_from_column("a", "q", TimeRange::new(50_000, 60_000))]).unwrap();
+    let window = Filter::timestamp_range(TimeRange::new(40_000, 70_000));
+    let row = t.read_row("r", &Filter::chain([Filter::family_name_regex("a"), window.clone()])).unwrap().unwrap();
+    let times: Vec<i64> = row.cells().map(|(_, _, c)| c.timestamp / 1000).collect();
+    let expected: Vec<i64> = (40..70).rev().filter(|t| !(50..60).contains(t)).collect();
+    assert_eq!(times, expected);
+    // max_versions(3) keeps 198..=200: nothing in an older window.
+    assert!(t.read_row("r", &Filter::chain([Filter::family_name_regex("v"), window])).unwrap().is_none());
+    let newest = t.read_row("r", &Filter::chain([Filter::family_name_regex("v"), Filter::cells_per_column_limit(2)]));
+    let times: Vec<i64> = newest.unwrap().unwrap().cells().map(|(_, _, c)| c.timestamp / 1000).collect();
+    assert_eq!(times, [200, 199]);
+}

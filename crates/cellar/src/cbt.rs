@@ -171,8 +171,8 @@ fn print_row(row: &Row, json: bool, out: &mut Out) -> Outcome {
         let cells: Vec<_> = row
             .cells()
             .map(|(family, qualifier, c)| {
-                json!({"family": family, "qualifier": escape(qualifier), "timestamp": c.timestamp,
-                       "time": iso_time(c.timestamp), "value": escape(&c.value), "labels": c.labels})
+                json!({"family": family, "qualifier": escape(qualifier), "timestamp": c.timestamp.micros(),
+                       "time": iso_time(c.timestamp.micros()), "value": escape(&c.value), "labels": c.labels})
             })
             .collect();
         writeln!(out, "{}", json!({"row": escape(&row.key), "cells": cells}))?;
@@ -182,7 +182,7 @@ fn print_row(row: &Row, json: bool, out: &mut Out) -> Outcome {
     writeln!(out, "{}", escape(&row.key))?;
     for (family, qualifier, cell) in row.cells() {
         let column = format!("{family}:{}", escape(qualifier));
-        writeln!(out, "  {column:<40} @ {}", iso_time(cell.timestamp))?;
+        writeln!(out, "  {column:<40} @ {}", iso_time(cell.timestamp.micros()))?;
         writeln!(out, "    \"{}\"", escape(&cell.value))?;
     }
     Ok(())

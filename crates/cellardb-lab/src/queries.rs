@@ -357,7 +357,8 @@ fn decode_row(pattern: SchemaPattern, row: &Row, newest_only: bool, out: &mut Ve
         if newest_only && Some(cell.timestamp) != newest {
             continue;
         }
-        let minute = u32::try_from((cell.timestamp - START_MICROS) / MINUTE_MICROS).map_err(|_| bad("timestamp"))?;
+        let minute =
+            u32::try_from((cell.timestamp.micros() - START_MICROS) / MINUTE_MICROS).map_err(|_| bad("timestamp"))?;
         let text = |b: &[u8]| String::from_utf8(b.to_vec()).map_err(|_| bad("value is not UTF-8"));
         let mut push = |metric: usize, value: String| out.push(Measurement { balloon, minute, metric, value });
         match pattern {

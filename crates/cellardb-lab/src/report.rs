@@ -53,7 +53,7 @@ pub fn csv(reports: &[PatternReport]) -> String {
             r.bytes_after_compaction.to_string(),
             format!("{:.4}", r.bytes_per_measurement()),
             format!("{:.3}", r.compression_ratio()),
-            format!("{:.6}", r.ingest.as_secs_f64()),
+            format!("{:.9}", r.ingest.as_secs_f64()),
             format!("{:.0}", r.events_per_sec()),
             format!("{:.0}", r.cells_per_sec()),
             format!("{:.3}", r.write_amplification),

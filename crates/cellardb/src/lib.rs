@@ -52,7 +52,7 @@ mod sst;
 mod wal;
 
 pub use compaction::CompactionStrategy;
-pub use db::{Db, FamilyStats, LevelStats, ReadRows, RecoveryReport, RowIter, Stats, Table, TableStats};
+pub use db::{Db, FamilyStats, LevelStats, ReadRows, RecoveryReport, Stats, Table, TableStats};
 pub use error::{Error, Result};
 pub use model::{
     Aggregate, BytesRegex, Cell, Column, Family, FamilySchema, Filter, GcRule, Mutation, ReadModifyWrite, Row,

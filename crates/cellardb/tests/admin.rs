@@ -107,7 +107,7 @@ fn an_obsolete_file_outlives_the_reads_that_hold_it() {
         t.mutate_row(format!("r{i:03}"), [Mutation::set_cell("cf1", "q", 1000, "v".repeat(100))]).unwrap();
     }
     db.flush().unwrap();
-    let mut rows = t.read_rows(RowSet::all(), &Filter::pass_all()).into_iter();
+    let mut rows = t.read_rows(RowSet::all(), &Filter::pass_all());
     assert!(rows.next().unwrap().is_ok());
     db.delete_table("t").unwrap();
     let still_there =

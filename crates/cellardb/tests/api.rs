@@ -25,7 +25,12 @@ fn cells(t: &Table, key: &str) -> Vec<(String, String, i64, Vec<u8>)> {
         .map(|r| {
             r.cells()
                 .map(|(f, q, c)| {
-                    (f.to_owned(), String::from_utf8_lossy(q).into_owned(), c.timestamp / 1000, c.value.to_vec())
+                    (
+                        f.to_owned(),
+                        String::from_utf8_lossy(q).into_owned(),
+                        c.timestamp.micros() / 1000,
+                        c.value.to_vec(),
+                    )
                 })
                 .collect()
         })
@@ -132,8 +137,24 @@ fn increment_of_a_missing_cell_counts_from_zero() {
     let row = t.read_modify_write_row("r", [ReadModifyWrite::increment("cf1", "n", 5)]).unwrap();
     let cell = row.latest("cf1", "n").unwrap();
     assert_eq!(cell.value.to_vec(), be(5));
-    assert!(cell.timestamp >= before - 1000 && cell.timestamp % 1000 == 0, "the time of the write, in ms");
-    assert_eq!(cells(&t, "r"), [("cf1".into(), "n".into(), cell.timestamp / 1000, be(5))]);
+    assert!(
+        cell.timestamp.micros() >= before - 1000 && cell.timestamp.micros() % 1000 == 0,
+        "the time of the write, in ms"
+    );
+    assert_eq!(cells(&t, "r"), [("cf1".into(), "n".into(), cell.timestamp.micros() / 1000, be(5))]);
+}
+
+#[test]
+fn counters_read_back_as_integers() {
+    let (_d, _db, t) = table();
+    let row = t.read_modify_write_row("r", [ReadModifyWrite::increment("cf1", "n", 41)]).unwrap();
+    assert_eq!(row.latest("cf1", "n").unwrap().as_i64(), Some(41));
+    t.read_modify_write_row("r", [ReadModifyWrite::increment("cf1", "n", 1)]).unwrap();
+    let read = t.read_row("r", &Filter::pass_all()).unwrap().unwrap();
+    assert_eq!(read.latest("cf1", "n").unwrap().as_i64(), Some(42));
+    t.mutate_row("r", [set("cf1", "text", 1, "hello")]).unwrap();
+    let read = t.read_row("r", &Filter::pass_all()).unwrap().unwrap();
+    assert_eq!(read.latest("cf1", "text").unwrap().as_i64(), None, "not 8 bytes: not a counter");
 }
 
 #[test]
@@ -168,7 +189,7 @@ fn a_newest_cell_in_the_future_keeps_its_timestamp_and_is_replaced() {
     let future = 4_000_000_000_000; // ms: the year 2096
     t.mutate_row("r", [set("cf1", "n", future, be(7))]).unwrap();
     let row = t.read_modify_write_row("r", [ReadModifyWrite::increment("cf1", "n", 1)]).unwrap();
-    assert_eq!(row.latest("cf1", "n").unwrap().timestamp, future * 1000);
+    assert_eq!(row.latest("cf1", "n").unwrap().timestamp.micros(), future * 1000);
     assert_eq!(cells(&t, "r"), [("cf1".into(), "n".into(), future, be(8))]);
 }
 
@@ -265,7 +286,7 @@ fn every_limit_is_an_invalid_argument_naming_it() {
     assert!(t.read_rows(RowSet::from(RowRange::prefix("k")), &Filter::pass_all()).collect_rows().unwrap().len() == 1);
     // Server timestamps are the time of the write, in milliseconds.
     t.mutate_row("srv", [Mutation::set_cell("cf1", "a", Timestamp::SERVER, "x")]).unwrap();
-    let ts = t.read_row("srv", &Filter::pass_all()).unwrap().unwrap().latest("cf1", "a").unwrap().timestamp;
+    let ts = t.read_row("srv", &Filter::pass_all()).unwrap().unwrap().latest("cf1", "a").unwrap().timestamp.micros();
     assert!(ts % 1000 == 0 && (Timestamp::now().micros() - ts).abs() < 60_000_000, "{ts}");
 }
 
@@ -514,7 +535,7 @@ fn agg_cells(t: &Table) -> Vec<(String, i64, i64)> {
         r.cells()
             .map(|(_, q, c)| {
                 let v = i64::from_be_bytes(c.value[..].try_into().expect("an aggregate cell holds 8 bytes"));
-                (String::from_utf8_lossy(q).into_owned(), c.timestamp / 1000, v)
+                (String::from_utf8_lossy(q).into_owned(), c.timestamp.micros() / 1000, v)
             })
             .collect()
     })
@@ -736,7 +757,8 @@ fn table_cells(t: &Table) -> Vec<(String, String, String, i64, Vec<u8>)> {
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     rows.iter()
         .flat_map(|r| {
-            r.cells().map(|(f, q, c)| (text(&r.key), f.to_owned(), text(q), c.timestamp / 1000, c.value.to_vec()))
+            r.cells()
+                .map(|(f, q, c)| (text(&r.key), f.to_owned(), text(q), c.timestamp.micros() / 1000, c.value.to_vec()))
         })
         .collect()
 }

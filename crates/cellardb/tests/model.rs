@@ -140,7 +140,7 @@ fn filter(rng: &mut Rng, depth: u32) -> (Filter, ModelFilter) {
         5 => {
             let start = timestamp(rng);
             let end = rng.chance(70).then(|| start + 1000 * (1 + rng.below(5) as i64));
-            let range = TimeRange { start, end };
+            let range = TimeRange { start: start.into(), end: end.map(Into::into) };
             (Filter::timestamp_range(range), ModelFilter::Timestamps(start, end))
         }
         6 => {
@@ -297,7 +297,8 @@ fn run_seed(seed: u64, ops: usize) {
                 let reverse = rng.chance(30);
                 let limit = rng.chance(30).then(|| rng.below(4) as usize);
                 let got = engine_read(&t, set.clone(), &f, reverse, limit);
-                let want = model.read(|k| tests.iter().any(|t| t(k)), &mf, reverse, limit);
+                // A limit of 0 means none, as in Bigtable.
+                let want = model.read(|k| tests.iter().any(|t| t(k)), &mf, reverse, limit.filter(|&n| n > 0));
                 assert_eq!(got, want, "{context}: read of {set:?} with {f:?}, reverse {reverse}, limit {limit:?}");
             }
         }

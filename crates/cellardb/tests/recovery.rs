@@ -303,3 +303,28 @@ fn fs_logs(fs: &MemFs, dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     logs.sort();
     logs
 }
+
+#[test]
+fn close_releases_the_directory_while_handles_live_and_refuses_calls_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    let t = db.create_table("t", [("cf1", GcRule::none())]).unwrap();
+    put(&t, "a", "v");
+    put(&t, "b", "v");
+    let mut under_way = t.read_rows(cellardb::RowSet::all(), &cellardb::Filter::pass_all());
+    assert!(under_way.next().is_some());
+    db.close().unwrap();
+    // The table handle and the read still live; the directory is free.
+    let again = Db::open(dir.path()).unwrap();
+    assert_eq!(again.table("t").unwrap().read_rows(cellardb::RowSet::all(), &cellardb::Filter::pass_all()).count(), 2);
+    let closed = |r: cellardb::Result<()>| assert!(matches!(r, Err(Error::Closed)), "{r:?}");
+    closed(t.mutate_row("c", [Mutation::set_cell("cf1", "q", 1000, "v")]));
+    closed(t.read_row("a", &cellardb::Filter::pass_all()).map(drop));
+    closed(db.table("t").map(drop));
+    closed(db.list_tables().map(drop));
+    closed(db.stats().map(drop));
+    assert!(under_way.next().unwrap().is_ok(), "a read under way finishes from its snapshot");
+    assert!(under_way.next().is_none());
+    drop((t, db));
+    again.close().unwrap();
+}

@@ -46,7 +46,7 @@ fn one_column_and_one_hour_of_a_wide_row_read_only_their_blocks() {
     ]);
     let got = t.read_row(row, &filter).unwrap().unwrap();
     assert_eq!(got.cell_count(), 60);
-    assert!(got.cells().all(|(_, q, c)| &q[..] == b"humidity" && (hour..hour + HOUR).contains(&c.timestamp)));
+    assert!(got.cells().all(|(_, q, c)| &q[..] == b"humidity" && (hour..hour + HOUR).contains(&c.timestamp.micros())));
     let filtered = blocks_decoded(&db);
 
     let whole = t.read_row(row, &Filter::pass_all()).unwrap().unwrap();
@@ -66,7 +66,7 @@ fn the_newest_cell_of_each_column_reads_a_block_per_column() {
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|r| r.cell_count() == METRICS.len()));
     let last = START_MICROS + (7 * 1440 - 1) * MINUTE;
-    assert!(rows.iter().flat_map(|r| r.cells()).all(|(_, _, c)| c.timestamp == last));
+    assert!(rows.iter().flat_map(|r| r.cells()).all(|(_, _, c)| c.timestamp.micros() == last));
     let blocks = blocks_decoded(&db);
     assert!(blocks <= 2 * METRICS.len() as u64 + 2, "{blocks} blocks for 8 cells");
 }
@@ -86,12 +86,12 @@ fn seeks_respect_tombstones_and_version_counting() {
     t.mutate_row("r", [Mutation::delete_from_column("a", "q", TimeRange::new(50_000, 60_000))]).unwrap();
     let window = Filter::timestamp_range(TimeRange::new(40_000, 70_000));
     let row = t.read_row("r", &Filter::chain([Filter::family_name_regex("a"), window.clone()])).unwrap().unwrap();
-    let times: Vec<i64> = row.cells().map(|(_, _, c)| c.timestamp / 1000).collect();
+    let times: Vec<i64> = row.cells().map(|(_, _, c)| c.timestamp.micros() / 1000).collect();
     let expected: Vec<i64> = (40..70).rev().filter(|t| !(50..60).contains(t)).collect();
     assert_eq!(times, expected);
     // max_versions(3) keeps 198..=200: nothing in an older window.
     assert!(t.read_row("r", &Filter::chain([Filter::family_name_regex("v"), window])).unwrap().is_none());
     let newest = t.read_row("r", &Filter::chain([Filter::family_name_regex("v"), Filter::cells_per_column_limit(2)]));
-    let times: Vec<i64> = newest.unwrap().unwrap().cells().map(|(_, _, c)| c.timestamp / 1000).collect();
+    let times: Vec<i64> = newest.unwrap().unwrap().cells().map(|(_, _, c)| c.timestamp.micros() / 1000).collect();
     assert_eq!(times, [200, 199]);
 }

@@ -212,7 +212,8 @@ fn limit_counts_rows_returned_after_filtering() {
     }
     let rows = t.read_rows(RowSet::all(), &Filter::family_name_regex("cf1")).limit(2).collect_rows().unwrap();
     assert_eq!(keys(&rows), ["a", "c"]);
-    assert!(t.read_rows(RowSet::all(), &Filter::pass_all()).limit(0).collect_rows().unwrap().is_empty());
+    // As in Bigtable's ReadRows, a limit of 0 is no limit.
+    assert_eq!(t.read_rows(RowSet::all(), &Filter::pass_all()).limit(0).count(), 4);
 }
 
 #[test]
@@ -378,7 +379,7 @@ fn handles_are_shareable_across_threads() {
     shareable::<cellardb::Db>();
     shareable::<cellardb::Table>();
     fn sendable<T: Send>() {}
-    sendable::<cellardb::RowIter>();
+    sendable::<cellardb::ReadRows>();
 }
 
 #[test]
@@ -408,4 +409,67 @@ fn logical_bytes_count_row_family_qualifier_value_and_timestamp() {
     t.mutate_row("row1", [Mutation::set_cell("measurements", "pressure", 1000, "95437")]).unwrap();
     let expected = "row1".len() + "measurements".len() + "pressure".len() + "95437".len() + 8;
     assert_eq!(db.stats().unwrap().logical_bytes_written, expected as u64);
+}
+
+#[test]
+fn a_read_is_an_iterator_of_rows() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("cf1", GcRule::none())]).unwrap();
+    for k in ["a", "b", "c"] {
+        t.mutate_row(k, [Mutation::set_cell("cf1", "q", 1000, k)]).unwrap();
+    }
+    assert_eq!(t.read_rows(RowSet::all(), &Filter::pass_all()).count(), 3);
+    let keys: Vec<Vec<u8>> =
+        t.read_rows(RowSet::all(), &Filter::pass_all()).map(|r| r.unwrap().key.to_vec()).skip(1).collect();
+    assert_eq!(keys, [b"b".to_vec(), b"c".to_vec()]);
+    let mut last = t.read_rows(RowSet::all(), &Filter::pass_all()).reversed().limit(1);
+    assert_eq!(&last.next().unwrap().unwrap().key[..], b"c");
+    assert!(last.next().is_none());
+}
+
+#[test]
+fn bounds_of_one_type_need_no_annotation() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("m", GcRule::none())]).unwrap();
+    t.mutate_row("r", [Mutation::set_cell("m", "a", 1000, "1"), Mutation::set_cell("m", "c", 1000, "3")]).unwrap();
+    let from_b = Filter::column_range("m", Bound::Included("b"), Bound::Unbounded);
+    let values = Filter::value_range(Bound::Unbounded, Bound::Excluded("2"));
+    let rows = RowSet::from(RowRange::new(Bound::Included("r"), Bound::Unbounded));
+    assert_eq!(flatten(&t.read_rows(rows.clone(), &from_b).collect_rows().unwrap()), [flat("r", "m", "c", 1000, "3")]);
+    assert_eq!(flatten(&t.read_rows(rows, &values).collect_rows().unwrap()), [flat("r", "m", "a", 1000, "1")]);
+}
+
+#[test]
+fn timestamps_are_one_type_from_write_to_read() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("m", GcRule::none())]).unwrap();
+    let launch = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_614_556_800);
+    let at = Timestamp::from(launch);
+    t.mutate_row("r", [Mutation::set_cell("m", "q", at, "v"), Mutation::set_cell("m", "q", 5_000, "old")]).unwrap();
+    let row = t.read_row("r", &Filter::pass_all()).unwrap().unwrap();
+    let newest = row.latest("m", "q").unwrap();
+    assert_eq!(newest.timestamp, at);
+    assert_eq!(newest.timestamp.to_system_time(), launch);
+    let before = Filter::timestamp_range(TimeRange::until(at));
+    let row = t.read_row("r", &before).unwrap().unwrap();
+    assert_eq!(row.latest("m", "q").unwrap().timestamp, Timestamp::from_millis(5));
+    t.mutate_row("r", [Mutation::delete_from_column("m", "q", TimeRange::until(at))]).unwrap();
+    assert_eq!(t.read_row("r", &Filter::pass_all()).unwrap().unwrap().cell_count(), 1);
+}
+
+#[test]
+fn a_cell_older_than_its_familys_max_age_is_accepted_counted_and_never_read() {
+    let (_d, db) = temp_db();
+    let day = std::time::Duration::from_secs(86_400);
+    let t = db.create_table("t", [("recent", GcRule::max_age(day)), ("all", GcRule::none())]).unwrap();
+    let long_ago = Timestamp::from_millis(1_000);
+    t.mutate_row(
+        "r",
+        [Mutation::set_cell("recent", "q", long_ago, "stale"), Mutation::set_cell("all", "q", long_ago, "kept")],
+    )
+    .unwrap();
+    t.mutate_row("r", [Mutation::set_cell("recent", "q", Timestamp::SERVER, "fresh")]).unwrap();
+    let cells = flatten(&[t.read_row("r", &Filter::pass_all()).unwrap().unwrap()]);
+    assert_eq!(cells.iter().map(|c| c.4.as_str()).collect::<Vec<_>>(), ["kept", "fresh"]);
+    assert_eq!(db.stats().unwrap().cells_expired_at_write, 1, "only the stale cell, not the one kept forever");
 }

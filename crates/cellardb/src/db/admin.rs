@@ -128,7 +128,7 @@ impl Db {
 
     /// Names of the tables, sorted.
     pub fn list_tables(&self) -> Result<Vec<String>> {
-        let mut names: Vec<String> = self.core().current().schema.tables.iter().map(|t| t.name.clone()).collect();
+        let mut names: Vec<String> = self.core().view()?.schema.tables.iter().map(|t| t.name.clone()).collect();
         names.sort();
         Ok(names)
     }
@@ -138,7 +138,7 @@ impl Db {
     /// # Errors
     /// `Error::NotFound` for an unknown table.
     pub fn table_schema(&self, table: &str) -> Result<TableSchema> {
-        let sv = self.core().current();
+        let sv = self.core().view()?;
         let t = sv.schema.table(table).ok_or_else(|| Error::table_not_found(table))?;
         Ok(t.schema())
     }
@@ -148,7 +148,7 @@ impl Db {
     /// # Errors
     /// `Error::NotFound` for an unknown table.
     pub fn table(&self, name: &str) -> Result<Table> {
-        let sv = self.core().current();
+        let sv = self.core().view()?;
         let t = sv.schema.table(name).ok_or_else(|| Error::table_not_found(name))?;
         Ok(Table::new(self.clone(), t.id, name))
     }

@@ -85,7 +85,7 @@ impl Table {
         validate_rules(table, &rules)?;
         let now = Timestamp::now();
         let current = self.read_row(key, &Filter::cells_per_column_limit(1))?;
-        let cells = new_cells(&rules, current.as_ref(), now.micros())?;
+        let cells = new_cells(&rules, current.as_ref(), now)?;
         let mutations: Vec<Mutation> = cells
             .iter()
             .map(|(family, qualifier, cell)| Mutation::set_cell(family.clone(), qualifier, cell.timestamp, &cell.value))

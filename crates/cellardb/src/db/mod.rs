@@ -29,7 +29,7 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
-pub use read::{ReadRows, RowIter};
+pub use read::ReadRows;
 pub use stats::{FamilyStats, LevelStats, RecoveryReport, Stats, TableStats};
 pub use table::Table;
 
@@ -64,8 +64,11 @@ pub(crate) struct Core {
     opts: Options,
     fs: Arc<dyn Fs>,
     cache: Arc<SstBlockCache>,
-    /// `None` when open read-only: then another process may hold the lock.
-    lock: Option<FileLock>,
+    /// Whether the database was opened read-only: then it holds no lock,
+    /// and another process may hold it.
+    read_only: bool,
+    /// The directory's lock, released at close (`None` when read-only).
+    lock: Mutex<Option<FileLock>>,
     commit: Mutex<CommitState>,
     queue: Mutex<WriteQueue>,
     queue_cv: Condvar,
@@ -146,7 +149,7 @@ impl Db {
 
     /// Whether the database was opened read-only.
     pub fn is_read_only(&self) -> bool {
-        self.core().lock.is_none()
+        self.core().read_only
     }
 
     pub(crate) fn core(&self) -> &Arc<Core> {
@@ -166,11 +169,16 @@ impl Db {
         self.core().flush()
     }
 
-    /// Stops background work and syncs the log. Later writes fail with
-    /// `Error::Closed`. Dropping every handle does the same, silently.
+    /// Stops background work, syncs and ends the log, and releases the
+    /// directory's lock, so the database can be opened again at once —
+    /// even while [`Table`] handles or clones of this `Db` live on. From
+    /// then on every call through any handle (reads included) fails with
+    /// `Error::Closed`, except a read already under way, which finishes
+    /// from its snapshot. Dropping the last handle closes too, silently.
     ///
     /// # Errors
-    /// `Error::Io` if the final log sync fails.
+    /// `Error::Io` if the final log sync fails (the lock is released all
+    /// the same).
     pub fn close(&self) -> Result<()> {
         self.handle.shutdown()
     }
@@ -188,10 +196,17 @@ impl DbHandle {
         for t in std::mem::take(&mut *self.threads.lock()) {
             let _ = t.join();
         }
-        if first && let Some(wal) = core.commit.lock().wal.as_mut() {
-            wal.sync()?;
+        if !first {
+            return Ok(());
         }
-        Ok(())
+        // The log is synced, then dropped, which ends the file at its last
+        // record; only then may another open take the directory.
+        let synced = match core.commit.lock().wal.take() {
+            Some(mut wal) => wal.sync(),
+            None => Ok(()),
+        };
+        core.lock.lock().take();
+        synced
     }
 }
 
@@ -207,6 +222,13 @@ impl Core {
     /// The published view reads start from.
     pub(crate) fn current(&self) -> Arc<SuperVersion> {
         self.current.read().clone()
+    }
+
+    /// The published view, for a call of the API: `Error::Closed` after
+    /// close.
+    pub(crate) fn view(&self) -> Result<Arc<SuperVersion>> {
+        self.check_open()?;
+        Ok(self.current())
     }
 
     /// A consistent snapshot: the view, then the highest visible sequence
@@ -232,7 +254,7 @@ impl Core {
     /// of a database open read-only.
     fn check_writable(&self) -> Result<()> {
         self.check_open()?;
-        if self.lock.is_none() { Err(Error::ReadOnly { path: self.dir.clone() }) } else { Ok(()) }
+        if self.read_only { Err(Error::ReadOnly { path: self.dir.clone() }) } else { Ok(()) }
     }
 
     /// Records the error a background flush or compaction failed with:

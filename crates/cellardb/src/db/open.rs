@@ -137,7 +137,8 @@ impl Core {
             dir: dir.to_path_buf(),
             fs: opts.fs.clone(),
             cache,
-            lock,
+            read_only: lock.is_none(),
+            lock: Mutex::new(lock),
             commit: Mutex::new(CommitState {
                 wal,
                 mem: mem.clone(),

@@ -28,18 +28,31 @@ impl Table {
     /// the table was deleted, `Error::Corruption` if a file it reads is damaged.
     pub fn read_row(&self, key: impl AsRef<[u8]>, filter: &Filter) -> Result<Option<Row>> {
         validate_row_key(key.as_ref())?;
-        self.read_rows(RowSet::new().key(key), filter).into_iter().next().transpose()
+        self.read_rows(RowSet::new().key(key), filter).next().transpose()
     }
 
-    /// The rows of `rows` that have cells `filter` keeps, in key order; add
-    /// `.limit(n)` and `.reversed()` before iterating. The read sees one
-    /// snapshot, taken when iteration starts.
+    /// The rows of `rows` that have cells `filter` keeps, in key order, as
+    /// an iterator of `Result<Row>`; add `.limit(n)` and `.reversed()`
+    /// before the first row is read. The read sees one snapshot, taken
+    /// when the first row is read, and streams rows from it (it never
+    /// holds the whole answer in memory). After an error it yields nothing
+    /// more.
     pub fn read_rows(&self, rows: RowSet, filter: &Filter) -> ReadRows {
-        ReadRows { table: self.clone(), rows, filter: Arc::new(filter.clone()), limit: None, reverse: false }
+        ReadRows {
+            table: self.clone(),
+            rows,
+            filter: Arc::new(filter.clone()),
+            limit: None,
+            reverse: false,
+            started: None,
+            done: false,
+            returned: 0,
+        }
     }
 }
 
-/// A row read being set up; iterate it (or call [`ReadRows::collect_rows`]).
+/// A read of rows: an iterator of `Result<Row>`, streamed from one
+/// snapshot ([`Table::read_rows`]).
 #[must_use = "a read does nothing until iterated"]
 pub struct ReadRows {
     table: Table,
@@ -47,18 +60,27 @@ pub struct ReadRows {
     filter: Arc<Filter>,
     limit: Option<usize>,
     reverse: bool,
+    started: Option<Started>,
+    done: bool,
+    returned: usize,
 }
 
 impl ReadRows {
-    /// Returns at most `n` rows.
+    /// Returns at most `n` rows. As in Bigtable, a limit of 0 means no
+    /// limit. Counts the rows already returned, if any.
     pub fn limit(mut self, n: usize) -> Self {
-        self.limit = Some(n);
+        self.limit = (n > 0).then_some(n);
         self
     }
 
-    /// Returns rows in descending key order (cells within a row keep model order).
+    /// Returns rows in descending key order (cells within a row keep model
+    /// order). Meant to be set before the first row is read: on a read
+    /// under way, it starts the read over, reversed, from a new snapshot.
     pub fn reversed(mut self) -> Self {
         self.reverse = true;
+        self.started = None;
+        self.done = false;
+        self.returned = 0;
         self
     }
 
@@ -67,25 +89,8 @@ impl ReadRows {
     /// # Errors
     /// The first error the read meets.
     pub fn collect_rows(self) -> Result<Vec<Row>> {
-        self.into_iter().collect()
+        self.collect()
     }
-}
-
-impl IntoIterator for ReadRows {
-    type Item = Result<Row>;
-    type IntoIter = RowIter;
-
-    fn into_iter(self) -> RowIter {
-        RowIter { read: self, started: None, done: false, returned: 0 }
-    }
-}
-
-/// The rows of a read, streamed from one snapshot.
-pub struct RowIter {
-    read: ReadRows,
-    started: Option<Started>,
-    done: bool,
-    returned: usize,
 }
 
 /// A read's snapshot and progress.
@@ -98,11 +103,11 @@ struct Started {
     scanner: Option<RowScanner>,
 }
 
-impl Iterator for RowIter {
+impl Iterator for ReadRows {
     type Item = Result<Row>;
 
     fn next(&mut self) -> Option<Result<Row>> {
-        if self.done || self.read.limit.is_some_and(|n| self.returned >= n) {
+        if self.done || self.limit.is_some_and(|n| self.returned >= n) {
             return None;
         }
         let result = self.next_row();
@@ -114,18 +119,18 @@ impl Iterator for RowIter {
     }
 }
 
-impl RowIter {
+impl ReadRows {
     fn next_row(&mut self) -> Result<Option<Row>> {
         if self.started.is_none() {
             self.started = Some(self.start()?);
         }
-        let reverse = self.read.reverse;
-        let filter = self.read.filter.clone();
+        let reverse = self.reverse;
+        let filter = self.filter.clone();
         let Some(s) = self.started.as_mut() else { return Ok(None) };
         loop {
             if s.scanner.is_none() {
                 let Some(span) = s.spans.pop_front() else { return Ok(None) };
-                let merge = merge_span(&s.sv, &s.families, &span, reverse, &self.read.table)?;
+                let merge = merge_span(&s.sv, &s.families, &span, reverse, &self.table)?;
                 s.scanner =
                     Some(RowScanner::new(merge, s.families.clone(), filter.clone(), s.snapshot, s.now, reverse));
             }
@@ -137,15 +142,15 @@ impl RowIter {
     }
 
     fn start(&self) -> Result<Started> {
-        self.read.filter.validate()?;
-        let core = self.read.table.db.core();
+        self.filter.validate()?;
+        let core = self.table.db.core();
+        core.check_open()?;
         let (snapshot, sv) = core.snapshot();
-        let table =
-            sv.schema.table_by_id(self.read.table.id).ok_or_else(|| Error::table_not_found(&self.read.table.name))?;
+        let table = sv.schema.table_by_id(self.table.id).ok_or_else(|| Error::table_not_found(&self.table.name))?;
         let families: Vec<FamilyView> = table
             .families
             .iter()
-            .filter(|f| self.read.filter.may_select_family(&f.name))
+            .filter(|f| self.filter.may_select_family(&f.name))
             .map(|f| FamilyView {
                 name: f.name.clone(),
                 store: f.store,
@@ -154,8 +159,8 @@ impl RowIter {
                 drops: sv.drops_of(f.store).to_vec(),
             })
             .collect();
-        let mut spans: VecDeque<KeySpan> = self.read.rows.spans().into();
-        if self.read.reverse {
+        let mut spans: VecDeque<KeySpan> = self.rows.spans().into();
+        if self.reverse {
             spans = spans.into_iter().rev().collect();
         }
         Ok(Started { sv, snapshot, now: now_micros(), families: Arc::new(families), spans, scanner: None })

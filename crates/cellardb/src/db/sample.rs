@@ -23,7 +23,7 @@ impl Table {
     /// # Errors
     /// `Error::NotFound` if the table was deleted.
     pub fn sample_row_keys(&self) -> Result<Vec<(Bytes, u64)>> {
-        let sv = self.db.core().current();
+        let sv = self.db.core().view()?;
         let table = sv.schema.table_by_id(self.id).ok_or_else(|| Error::table_not_found(&self.name))?;
         let mut blocks: Vec<(Bytes, u64)> = Vec::new();
         for family in &table.families {

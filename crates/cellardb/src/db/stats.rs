@@ -31,6 +31,7 @@ pub(crate) struct Counters {
     compaction_read: AtomicU64,
     compaction_written: AtomicU64,
     stall_micros: AtomicU64,
+    expired_at_write: AtomicU64,
 }
 
 impl Counters {
@@ -49,6 +50,10 @@ impl Counters {
     pub fn add_compaction(&self, read: u64, written: u64) {
         self.compaction_read.fetch_add(read, Ordering::Relaxed);
         self.compaction_written.fetch_add(written, Ordering::Relaxed);
+    }
+
+    pub fn add_expired_at_write(&self, n: u64) {
+        self.expired_at_write.fetch_add(n, Ordering::Relaxed);
     }
 
     pub fn add_stall(&self, d: Duration) {
@@ -85,6 +90,10 @@ pub struct Stats {
     pub space_amplification: f64,
     /// Time writers spent stalled waiting for flushes since open.
     pub stall_time: Duration,
+    /// Cells written since open that their family's GC rule collected at
+    /// once: a timestamp older than the family's `max_age` at the time of
+    /// the write. Such a write succeeds, and its cell is never read.
+    pub cells_expired_at_write: u64,
     /// Bytes of decoded blocks in the block cache.
     pub block_cache_bytes: u64,
     /// Block cache hits and misses since open.
@@ -190,7 +199,7 @@ impl Db {
     /// The engine's figures now.
     pub fn stats(&self) -> Result<Stats> {
         let core = self.core();
-        let sv = core.current();
+        let sv = core.view()?;
         let mut tables: Vec<TableStats> = sv.schema.tables.iter().map(|t| TableStats::of(t, &sv)).collect();
         tables.sort_by(|a, b| a.name.cmp(&b.name));
         let (hits, misses) = core.cache.hit_counts();
@@ -214,6 +223,7 @@ impl Db {
             write_amplification: if logical == 0 { 0.0 } else { written as f64 / logical as f64 },
             space_amplification: if deepest == 0 { 1.0 } else { all as f64 / deepest as f64 },
             stall_time: Duration::from_micros(c.stall_micros.load(Ordering::Relaxed)),
+            cells_expired_at_write: load(&c.expired_at_write),
             block_cache_bytes: core.cache.used_bytes() as u64,
             block_cache_hits: hits,
             block_cache_misses: misses,

@@ -80,7 +80,7 @@ impl Table {
     /// # Errors
     /// `Error::NotFound` if the table was deleted.
     pub fn stats(&self) -> Result<TableStats> {
-        let sv = self.db.core().current();
+        let sv = self.db.core().view()?;
         let t = sv.schema.table_by_id(self.id).ok_or_else(|| Error::table_not_found(&self.name))?;
         Ok(TableStats::of(t, &sv))
     }

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::fs::Fs;
 use crate::manifest::SstMeta;
 use crate::memtable::Memtable;
-use crate::model::{RangeDrop, TableMeta};
+use crate::model::{FamilyMeta, RangeDrop, TableMeta};
 use crate::sst::{SstBlockCache, SstReader};
 
 /// An open, live SSTable.
@@ -70,7 +70,12 @@ impl Schema {
 
     /// The family name of `store`, if the store is live.
     pub fn family_of_store(&self, store: u32) -> Option<&str> {
-        self.tables.iter().flat_map(|t| &t.families).find(|f| f.store == store).map(|f| f.name.as_str())
+        self.family_by_store(store).map(|f| f.name.as_str())
+    }
+
+    /// The family of `store`, if the store is live.
+    pub fn family_by_store(&self, store: u32) -> Option<&FamilyMeta> {
+        self.tables.iter().flat_map(|t| &t.families).find(|f| f.store == store)
     }
 }
 

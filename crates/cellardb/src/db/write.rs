@@ -20,6 +20,7 @@ use super::version::Schema;
 use super::{CommitState, Core};
 use crate::memtable::Memtable;
 use crate::model::batch::resolve;
+use crate::model::cell::now_micros;
 use crate::model::{Mutation, RowBatch, Timestamp};
 use crate::options::Durability;
 use crate::wal::{self, WalWriter};
@@ -163,12 +164,13 @@ impl Core {
         let schema = self.current().schema.clone();
         let mut encoded = std::mem::take(&mut cs.encoded);
         encoded.clear();
-        let mut logical = 0;
+        let now = now_micros();
+        let mut written = Written::default();
         for batch in staged.iter_mut() {
             batch.renumber(cs.next_seq);
             cs.next_seq += batch.seq_count();
             wal::append_record(&mut encoded, |payload| batch.encode(payload));
-            logical += logical_size(&schema, batch);
+            written.add(&schema, batch, now);
         }
         let logged = self.append_to_log(cs, &encoded);
         cs.encoded = encoded;
@@ -176,7 +178,8 @@ impl Core {
             cs.poisoned = Some(e.clone());
             return Err(e);
         }
-        self.counters.add_logical(logical);
+        self.counters.add_logical(written.logical);
+        self.counters.add_expired_at_write(written.expired);
         cs.mem.insert(staged);
         self.visible_seq.store(cs.next_seq - 1, Ordering::Release);
         if cs.mem.approximate_bytes() >= self.opts.memtable_size {
@@ -249,17 +252,31 @@ pub(crate) fn resolve_write<'a>(schema: &Schema, row: &'a RowWrite, now: Timesta
     resolve(table, &row.key, &row.mutations, now)
 }
 
-/// Logical bytes of `batch`, as the workload defines them: row, family,
-/// qualifier, value and 8 for the timestamp, per entry.
-fn logical_size(schema: &Schema, batch: &RowBatch<'_>) -> u64 {
-    // A batch's entries come grouped by family: look each up once.
-    let mut family = (u32::MAX, 0);
-    let mut logical = 0;
-    for e in &batch.entries {
-        if e.store != family.0 {
-            family = (e.store, schema.family_of_store(e.store).map_or(0, str::len));
+/// What a commit wrote, for the stats.
+#[derive(Default)]
+struct Written {
+    /// Logical bytes, as the workload defines them: row, family, qualifier,
+    /// value and 8 for the timestamp, per entry.
+    logical: u64,
+    /// Cells the family's GC rule collected at once: written with a
+    /// timestamp older than its `max_age`, so never visible.
+    expired: u64,
+}
+
+impl Written {
+    fn add(&mut self, schema: &Schema, batch: &RowBatch<'_>, now: i64) {
+        // A batch's entries come grouped by family: look each up once.
+        let mut family = (u32::MAX, None);
+        for e in &batch.entries {
+            if e.store != family.0 {
+                family = (e.store, schema.family_by_store(e.store));
+            }
+            let Some(f) = family.1 else { continue };
+            self.logical += (e.entry_ref(batch.row).logical_size() + f.name.len()) as u64;
+            // Collected even as the newest version: by age alone.
+            if e.kind.is_cell() && f.gc_rule.collects(0, e.timestamp, now) {
+                self.expired += 1;
+            }
         }
-        logical += e.entry_ref(batch.row).logical_size() + family.1;
     }
-    logical as u64
 }

@@ -99,7 +99,7 @@ pub(crate) fn assemble_family<'e>(
             };
             column.puts.push(Put { index, timestamp: e.timestamp, seq: e.seq, counted_out, input });
         } else if let Some((start, end)) = e.deleted_span() {
-            column.tombstones.push((e.seq, TimeRange { start, end }));
+            column.tombstones.push((e.seq, TimeRange::from_span((start, end))));
         }
     }
     column.finish(&family_tombstones, rules, live);
@@ -134,7 +134,7 @@ impl Column<'_> {
         let deleted_below = family_tombstones.iter().copied().max().unwrap_or(0);
         let is_deleted = |p: &Put| {
             p.seq < deleted_below // (F)
-                || self.tombstones.iter().any(|(s, r)| p.seq < *s && r.contains(p.timestamp)) // (C)
+                || self.tombstones.iter().any(|(s, r)| p.seq < *s && r.contains_micros(p.timestamp)) // (C)
         };
         // The surviving entries, grouped by timestamp: one per group in a
         // plain family, every input left in an aggregate family.
@@ -250,7 +250,7 @@ fn counted_out_by_history(
                     }
                 }
                 Event::Column(range) => {
-                    for (ts, seqs) in current.iter_mut().filter(|(ts, _)| range.contains(**ts)) {
+                    for (ts, seqs) in current.iter_mut().filter(|(ts, _)| range.contains_micros(**ts)) {
                         seqs.retain(|s| *s >= seq);
                         if seqs.is_empty() {
                             top.remove(ts);

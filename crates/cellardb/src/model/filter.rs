@@ -9,74 +9,10 @@
 use std::ops::Bound;
 
 use bytes::Bytes;
-use regex::bytes::{Regex, RegexBuilder};
 
+use super::re2::BytesRegex;
 use crate::model::TimeRange;
 use crate::{Error, Result};
-
-/// A regular expression as Bigtable applies it: RE2 syntax over raw bytes,
-/// matching the whole string.
-#[derive(Debug, Clone)]
-pub struct BytesRegex {
-    source: String,
-    compiled: std::result::Result<Regex, String>,
-}
-
-impl BytesRegex {
-    fn new(source: &str) -> Self {
-        let translated = translate_any_byte(source);
-        let build = |pattern: &str| RegexBuilder::new(pattern).unicode(false).build().map_err(|e| e.to_string());
-        // The pattern must be valid on its own: wrapping an invalid one such
-        // as `a)|(b` in the anchors could make it valid, and wrong.
-        let compiled = build(&translated).and_then(|_| build(&format!("^(?:{translated})$")));
-        BytesRegex { source: source.to_owned(), compiled }
-    }
-
-    fn is_match(&self, haystack: &[u8]) -> bool {
-        self.compiled.as_ref().is_ok_and(|r| r.is_match(haystack))
-    }
-
-    /// The pattern as given.
-    pub fn as_str(&self) -> &str {
-        &self.source
-    }
-
-    /// The one string the pattern matches, if it is a plain literal (no
-    /// metacharacter at all).
-    fn literal(&self) -> Option<&[u8]> {
-        const META: &[u8] = b"\\.+*?()|[]{}^$";
-        let s = self.source.as_bytes();
-        (!s.iter().any(|b| META.contains(b))).then_some(s)
-    }
-}
-
-/// RE2's `\C` (any byte), which the `regex` crate does not know, as
-/// `(?s-u:.)`. A backslash that is itself escaped is left alone.
-fn translate_any_byte(pattern: &str) -> String {
-    let mut out = String::with_capacity(pattern.len());
-    let mut chars = pattern.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('C') => out.push_str("(?s-u:.)"),
-            Some(n) => {
-                out.push('\\');
-                out.push(n);
-            }
-            None => out.push('\\'),
-        }
-    }
-    out
-}
-
-impl PartialEq for BytesRegex {
-    fn eq(&self, other: &Self) -> bool {
-        self.source == other.source
-    }
-}
 
 /// A Bigtable row filter.
 #[derive(Debug, Clone, PartialEq)]
@@ -170,12 +106,17 @@ impl Filter {
         Filter::ColumnQualifierRegex(BytesRegex::new(pattern))
     }
 
-    /// Cells of `family` with qualifiers between `start` and `end`.
-    pub fn column_range(
-        family: impl Into<String>,
-        start: Bound<impl AsRef<[u8]>>,
-        end: Bound<impl AsRef<[u8]>>,
-    ) -> Self {
+    /// Cells of `family` with qualifiers between `start` and `end`. Both
+    /// bounds take the same type, so an unbounded end needs no annotation:
+    ///
+    /// ```
+    /// use std::ops::Bound;
+    /// use cellardb::Filter;
+    ///
+    /// let from_b = Filter::column_range("measurements", Bound::Included("b"), Bound::Unbounded);
+    /// let a_to_c = Filter::column_range("measurements", Bound::Included("a"), Bound::Excluded("c"));
+    /// ```
+    pub fn column_range<B: AsRef<[u8]>>(family: impl Into<String>, start: Bound<B>, end: Bound<B>) -> Self {
         let start = start.map(|q| Bytes::copy_from_slice(q.as_ref()));
         let end = end.map(|q| Bytes::copy_from_slice(q.as_ref()));
         Filter::ColumnRange { family: family.into(), start, end }
@@ -227,8 +168,8 @@ impl Filter {
     }
 
     /// Cells whose value lies between `start` and `end` (bytes, compared
-    /// lexicographically).
-    pub fn value_range(start: Bound<impl AsRef<[u8]>>, end: Bound<impl AsRef<[u8]>>) -> Self {
+    /// lexicographically). Both bounds take the same type.
+    pub fn value_range<B: AsRef<[u8]>>(start: Bound<B>, end: Bound<B>) -> Self {
         let start = start.map(|v| Bytes::copy_from_slice(v.as_ref()));
         let end = end.map(|v| Bytes::copy_from_slice(v.as_ref()));
         Filter::ValueRange { start, end }
@@ -267,12 +208,14 @@ impl Filter {
             Filter::FamilyNameRegex(p)
             | Filter::ColumnQualifierRegex(p)
             | Filter::RowKeyRegex(p)
-            | Filter::ValueRegex(p) => match &p.compiled {
-                Ok(_) => Ok(()),
-                Err(e) => bad(format!("invalid regex {:?}: {e}", p.source)),
+            | Filter::ValueRegex(p) => match p.error() {
+                None => Ok(()),
+                Some(e) => bad(format!("invalid regex {:?}: {e}", p.as_str())),
             },
+            Filter::ApplyLabel(label) => validate_label(label),
             Filter::TimestampRange(r) if r.end.is_some_and(|end| end < r.start) => {
-                bad(format!("timestamp_range ends ({:?}) before it starts ({})", r.end, r.start))
+                let (start, end) = r.span();
+                bad(format!("timestamp_range ends ({end:?}) before it starts ({start})"))
             }
             Filter::CellsPerColumnLimit(0) => bad("cells_per_column_limit must be > 0".into()),
             Filter::CellsPerRowLimit(0) => bad("cells_per_row_limit must be > 0".into()),
@@ -407,7 +350,7 @@ impl Filter {
             Filter::ColumnRange { family: f, start, end } => {
                 retain(cells, |c| row.family(c) == f && in_bounds(row.qualifier(c), start, end))
             }
-            Filter::TimestampRange(r) => retain(cells, |c| r.contains(c.timestamp)),
+            Filter::TimestampRange(r) => retain(cells, |c| r.contains_micros(c.timestamp)),
             Filter::ValueRegex(p) => retain(cells, |c| p.is_match(row.value(c))),
             Filter::ValueRange { start, end } => retain(cells, |c| in_bounds(row.value(c), start, end)),
             Filter::CellsPerColumnLimit(n) => limit_per_column(row, cells, *n as usize),
@@ -424,6 +367,20 @@ impl Filter {
         }
     }
 }
+
+/// Bigtable's rule for a label: 1 to 15 characters of `[a-z0-9-]`.
+fn validate_label(label: &str) -> Result<()> {
+    let allowed = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-';
+    if label.is_empty() || label.len() > MAX_LABEL || !label.bytes().all(allowed) {
+        return Err(Error::InvalidArgument(format!(
+            "label {label:?}: a label is 1 to {MAX_LABEL} characters of [a-z0-9-] (Bigtable's rule)"
+        )));
+    }
+    Ok(())
+}
+
+/// Longest label, in characters.
+const MAX_LABEL: usize = 15;
 
 /// Sorts cells into model order: family rank, qualifier, newest first. The
 /// sort is stable, so copies of a cell keep the order they came in.
@@ -502,8 +459,9 @@ impl Filter {
         let mut range = (i64::MIN, None::<i64>);
         for f in self.head_predicates() {
             if let Filter::TimestampRange(r) = f {
-                range.0 = range.0.max(r.start);
-                range.1 = match (range.1, r.end) {
+                let (start, end) = r.span();
+                range.0 = range.0.max(start);
+                range.1 = match (range.1, end) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 };
@@ -698,12 +656,22 @@ mod tests {
     }
 
     #[test]
-    fn any_byte_escape_and_anchoring_follow_re2() {
+    fn regexes_are_anchored_and_must_be_valid_alone() {
         let row = TestRow::new(&[(0, "a\nb", 1), (0, "axyz", 2)]);
         assert_eq!(row.apply(&Filter::column_qualifier_regex(r"a\C*")).len(), 2);
-        assert_eq!(row.apply(&Filter::column_qualifier_regex(r"a.b")).len(), 0, "`.` stops at newline");
+        assert_eq!(row.apply(&Filter::column_qualifier_regex(r"x")).len(), 0, "the whole qualifier");
         assert!(Filter::column_qualifier_regex("a)|(?:b").validate().is_err(), "invalid alone, invalid anchored");
-        assert!(Filter::column_qualifier_regex(r"\\C").validate().is_ok(), "an escaped backslash then C");
+    }
+
+    #[test]
+    fn labels_follow_bigtables_rule() {
+        for ok in ["a", "ok-label", "x1", "fifteen-chars-x"] {
+            assert!(Filter::apply_label(ok).validate().is_ok(), "{ok}");
+        }
+        for bad in ["", "UPPER", "has_underscore", "sixteen-chars-xx", "a b", "é"] {
+            assert!(Filter::apply_label(bad).validate().is_err(), "{bad}");
+        }
+        assert!(Filter::chain([Filter::pass_all(), Filter::apply_label("Bad")]).validate().is_err(), "nested too");
     }
 
     #[test]

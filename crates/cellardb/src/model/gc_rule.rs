@@ -37,6 +37,12 @@ impl GcRule {
     }
 
     /// Keeps cells no older than `age` (by their timestamp, against the clock).
+    ///
+    /// A cell is collected as soon as its timestamp is older than `age`,
+    /// and reads never return a collected cell, whether or not compaction
+    /// has run. So a cell *written* with a timestamp already older than
+    /// `age` is accepted and never read: the write succeeds, as in
+    /// Bigtable, and [`crate::Stats::cells_expired_at_write`] counts it.
     pub fn max_age(age: Duration) -> Self {
         GcRule::MaxAge(age)
     }

@@ -71,6 +71,11 @@ pub enum Mutation {
 
 impl Mutation {
     /// Writes `value` at `family:qualifier` with `timestamp`.
+    ///
+    /// A timestamp older than the family's `max_age` (see
+    /// [`crate::GcRule::max_age`]) is accepted, but the cell is collected at
+    /// once and never read; [`crate::Stats::cells_expired_at_write`] counts
+    /// such cells.
     pub fn set_cell(
         family: impl Into<String>,
         qualifier: impl AsRef<[u8]>,

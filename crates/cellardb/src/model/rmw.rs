@@ -4,7 +4,7 @@
 use bytes::Bytes;
 
 use super::mutation::{limits, validate_qualifier};
-use super::{Cell, Column, Family, Row, TableMeta};
+use super::{Cell, Column, Family, Row, TableMeta, Timestamp};
 use crate::{Error, Result};
 
 /// One rule of a read-modify-write, applied to the newest cell of its
@@ -137,7 +137,7 @@ pub(crate) fn validate_rules(table: &TableMeta, rules: &[ReadModifyWrite]) -> Re
 pub(crate) fn new_cells(
     rules: &[ReadModifyWrite],
     current: Option<&Row>,
-    now: i64,
+    now: Timestamp,
 ) -> Result<Vec<(String, Bytes, Cell)>> {
     let mut cells: Vec<(String, Bytes, Cell)> = Vec::new();
     for rule in rules {

@@ -3,6 +3,8 @@
 
 use bytes::Bytes;
 
+use super::Timestamp;
+
 /// A row: its key and its cells grouped by family and column.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
@@ -33,12 +35,21 @@ pub struct Column {
 /// One timestamped value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cell {
-    /// Microseconds since the epoch.
-    pub timestamp: i64,
+    /// When the cell was written (its place in its column's history).
+    pub timestamp: Timestamp,
     /// The value.
     pub value: Bytes,
     /// Labels added by `apply_label` filters.
     pub labels: Vec<String>,
+}
+
+impl Cell {
+    /// The value as a 64-bit big-endian signed integer, as Bigtable stores
+    /// counters (`ReadModifyWrite::increment`) and aggregate cells (sum,
+    /// min, max); `None` if it is not 8 bytes long.
+    pub fn as_i64(&self) -> Option<i64> {
+        Some(i64::from_be_bytes(self.value.as_ref().try_into().ok()?))
+    }
 }
 
 impl Row {

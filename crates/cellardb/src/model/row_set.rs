@@ -16,8 +16,9 @@ fn bytes(b: impl AsRef<[u8]>) -> Bytes {
 }
 
 impl RowRange {
-    /// A range with explicit bounds.
-    pub fn new(start: Bound<impl AsRef<[u8]>>, end: Bound<impl AsRef<[u8]>>) -> Self {
+    /// A range with explicit bounds (both of the same type, so an
+    /// unbounded side needs no annotation).
+    pub fn new<B: AsRef<[u8]>>(start: Bound<B>, end: Bound<B>) -> Self {
         RowRange { start: start.map(bytes), end: end.map(bytes) }
     }
 

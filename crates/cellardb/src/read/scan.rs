@@ -13,7 +13,7 @@ use crate::iter::{MergingIter, RowGather, Skipper};
 use crate::model::assemble::{FamilyRules, LiveCell, assemble_family};
 use crate::model::filter::{Filter, RowCell, RowView};
 use crate::model::range_drop::dropped_below;
-use crate::model::{Aggregate, Cell, Column, Family, GcRule, RangeDrop, Row};
+use crate::model::{Aggregate, Cell, Column, Family, GcRule, RangeDrop, Row, Timestamp};
 
 /// A family as one read sees it; its index in the read's list is its rank.
 #[derive(Debug, Clone)]
@@ -149,7 +149,11 @@ impl RowScanner {
                 family.columns.push(Column { qualifier: buffer.slice(c.qualifier.clone()), cells: Vec::new() });
             }
             if let Some(col) = family.columns.last_mut() {
-                col.cells.push(Cell { timestamp: c.timestamp, value: buffer.slice(c.value), labels: c.labels });
+                col.cells.push(Cell {
+                    timestamp: Timestamp::from_micros(c.timestamp),
+                    value: buffer.slice(c.value),
+                    labels: c.labels,
+                });
             }
         }
         Row { key: Bytes::copy_from_slice(self.row.key()), families }

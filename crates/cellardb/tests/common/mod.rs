@@ -50,7 +50,7 @@ pub fn flatten(rows: &[Row]) -> Vec<Flat> {
                         key.clone(),
                         f.to_owned(),
                         String::from_utf8_lossy(q).into_owned(),
-                        c.timestamp,
+                        c.timestamp.micros(),
                         String::from_utf8_lossy(&c.value).into_owned(),
                     )
                 })

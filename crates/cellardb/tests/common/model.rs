@@ -185,7 +185,7 @@ fn add(col: &mut BTreeMap<Reverse<i64>, CellState>, agg: Aggregate, ts: i64, inp
 }
 
 fn in_range(r: &TimeRange, ts: i64) -> bool {
-    ts >= r.start && r.end.is_none_or(|e| ts < e)
+    r.contains(ts)
 }
 
 impl ModelFilter {
@@ -260,7 +260,7 @@ pub fn cells_of(rows: &[cellardb::Row]) -> Vec<Vec<ModelCell>> {
     rows.iter()
         .map(|r| {
             r.cells()
-                .map(|(f, q, c)| (r.key.to_vec(), f.to_owned(), q.to_vec(), c.timestamp, c.value.to_vec()))
+                .map(|(f, q, c)| (r.key.to_vec(), f.to_owned(), q.to_vec(), c.timestamp.micros(), c.value.to_vec()))
                 .collect()
         })
         .collect()

@@ -1,0 +1,262 @@
+//! Regular expressions as Bigtable applies them: RE2 syntax, matched against
+//! raw bytes, the whole string.
+//!
+//! Bigtable's filters take RE2 patterns over bytes that need not be UTF-8,
+//! and match them byte by byte, as Latin-1 (the emulator's
+//! `rsc.io/binaryregexp` does the same): `.` is any byte but `\n`, `\C` is
+//! any byte, `\xff` is the byte 0xff. The `regex` crate in its byte mode
+//! (Unicode off) matches that way but spells some of RE2 differently, so a
+//! pattern is first translated:
+//!
+//! - `\C` (any byte) becomes `(?s-u:.)`;
+//! - `\Q...\E` (a literal; to the end of the pattern without `\E`) becomes
+//!   the literal, escaped;
+//! - `\pN`, `\PN`, `\p{Greek}`, `\P{Greek}`, `\p{^Greek}` (Unicode classes)
+//!   become the bytes 0x00–0xff whose Latin-1 character is (or is not) in
+//!   the class, inside or outside a bracketed class;
+//! - octal escapes `\0`, `\12`, `\141` are read as RE2 reads them (one to
+//!   three octal digits, the first not `1`–`7` alone, which RE2 refuses as
+//!   a backreference).
+//!
+//! Everything else is passed through, escapes included, to the `regex`
+//! crate, whose syntax is RE2's for the rest.
+
+use regex::bytes::{Regex, RegexBuilder};
+
+/// A regular expression as Bigtable applies it: RE2 syntax over raw bytes,
+/// matching the whole string.
+#[derive(Debug, Clone)]
+pub struct BytesRegex {
+    source: String,
+    compiled: std::result::Result<Regex, String>,
+}
+
+impl BytesRegex {
+    pub(crate) fn new(source: &str) -> Self {
+        let build =
+            |pattern: &str| RegexBuilder::new(pattern).unicode(false).octal(true).build().map_err(|e| e.to_string());
+        // The pattern must be valid on its own: wrapping an invalid one such
+        // as `a)|(b` in the anchors could make it valid, and wrong.
+        let compiled = translate(source)
+            .and_then(|translated| build(&translated).and_then(|_| build(&format!("^(?:{translated})$"))));
+        BytesRegex { source: source.to_owned(), compiled }
+    }
+
+    /// Whether the pattern matches the whole of `haystack` (never, for a
+    /// pattern that does not compile: filters are validated first).
+    pub(crate) fn is_match(&self, haystack: &[u8]) -> bool {
+        self.compiled.as_ref().is_ok_and(|r| r.is_match(haystack))
+    }
+
+    /// Why the pattern does not compile, if it does not.
+    pub(crate) fn error(&self) -> Option<&str> {
+        self.compiled.as_ref().err().map(String::as_str)
+    }
+
+    /// The pattern as given.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    /// The one string the pattern matches, if it is a plain literal (no
+    /// metacharacter at all).
+    pub(crate) fn literal(&self) -> Option<&[u8]> {
+        const META: &[u8] = b"\\.+*?()|[]{}^$";
+        let s = self.source.as_bytes();
+        (!s.iter().any(|b| META.contains(b))).then_some(s)
+    }
+}
+
+impl PartialEq for BytesRegex {
+    fn eq(&self, other: &Self) -> bool {
+        self.source == other.source
+    }
+}
+
+/// `pattern` in the `regex` crate's byte-mode syntax (see the module).
+///
+/// # Errors
+/// A message for RE2 syntax that is invalid: an unknown Unicode class, a
+/// backreference.
+fn translate(pattern: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(pattern.len() + 8);
+    let mut chars = pattern.chars().peekable();
+    // Inside a bracketed class, and how many characters of it were read
+    // (a `]` first in a class, or right after `[^`, is a literal).
+    let mut class: Option<usize> = None;
+    while let Some(c) = chars.next() {
+        match (c, class) {
+            ('\\', _) => escape(&mut chars, class.is_some(), &mut out)?,
+            ('[', None) => {
+                out.push('[');
+                class = Some(0);
+                if chars.peek() == Some(&'^') {
+                    out.push(chars.next().unwrap_or('^'));
+                }
+                continue;
+            }
+            ('[', Some(_)) if chars.peek() == Some(&':') => {
+                // A POSIX class `[:digit:]`, copied whole.
+                out.push('[');
+                for p in chars.by_ref() {
+                    out.push(p);
+                    if p == ']' {
+                        break;
+                    }
+                }
+            }
+            (']', Some(n)) if n > 0 => {
+                out.push(']');
+                class = None;
+                continue;
+            }
+            _ => out.push(c),
+        }
+        class = class.map(|n| n + 1);
+    }
+    Ok(out)
+}
+
+/// Translates the escape after a backslash.
+fn escape(
+    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
+    in_class: bool,
+    out: &mut String,
+) -> Result<(), String> {
+    let Some(e) = chars.next() else {
+        out.push('\\');
+        return Ok(());
+    };
+    match e {
+        'C' if !in_class => out.push_str("(?s-u:.)"),
+        'Q' => {
+            let mut literal = String::new();
+            while let Some(c) = chars.next() {
+                if c == '\\' && chars.peek() == Some(&'E') {
+                    chars.next();
+                    break;
+                }
+                literal.push(c);
+            }
+            out.push_str(&regex::escape(&literal));
+        }
+        'p' | 'P' => {
+            let name = class_name(chars)?;
+            let (name, negated) = match name.strip_prefix('^') {
+                Some(rest) => (rest.to_owned(), e == 'p'),
+                None => (name, e == 'P'),
+            };
+            let class = latin1_class(&name, negated)?;
+            if in_class {
+                out.push_str(&class);
+            } else {
+                out.push_str(&format!("(?-u:{class})"));
+            }
+        }
+        '1'..='7' if !chars.peek().is_some_and(|d| ('0'..='7').contains(d)) => {
+            return Err(format!("invalid escape \\{e}: backreferences are not supported (RE2)"));
+        }
+        _ => {
+            out.push('\\');
+            out.push(e);
+        }
+    }
+    Ok(())
+}
+
+/// The name of a Unicode class after `\p`: one letter, or `{...}`.
+fn class_name(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<String, String> {
+    match chars.next() {
+        Some('{') => {
+            let mut name = String::new();
+            for c in chars.by_ref() {
+                if c == '}' {
+                    return Ok(name);
+                }
+                name.push(c);
+            }
+            Err("missing } after \\p{".into())
+        }
+        Some(c) => Ok(c.to_string()),
+        None => Err("missing class name after \\p".into()),
+    }
+}
+
+/// The bytes whose Latin-1 characters are in Unicode class `name` (or not,
+/// if `negated`), as a byte class of `\xNN` ranges. A class no Latin-1
+/// character belongs to (`\p{Greek}`) is valid RE2 and matches no byte.
+fn latin1_class(name: &str, negated: bool) -> Result<String, String> {
+    let class =
+        regex::Regex::new(&format!(r"\A\p{{{name}}}\z")).map_err(|_| format!("invalid Unicode class \\p{{{name}}}"))?;
+    let member = |b: u8| class.is_match(char::from(b).encode_utf8(&mut [0; 4])) != negated;
+    let mut body = String::new();
+    let mut bytes = (0..=u8::MAX).peekable();
+    while let Some(start) = bytes.next() {
+        if !member(start) {
+            continue;
+        }
+        let mut end = start;
+        while let Some(next) = bytes.next_if(|b| member(*b)) {
+            end = next;
+        }
+        body.push_str(&format!("\\x{start:02x}"));
+        if end > start {
+            body.push_str(&format!("-\\x{end:02x}"));
+        }
+    }
+    // An empty class, nested so that it is also valid inside brackets.
+    Ok(if body.is_empty() { r"[^\x00-\xff]".to_owned() } else { format!("[{body}]") })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matches(pattern: &str, haystack: &[u8]) -> bool {
+        let re = BytesRegex::new(pattern);
+        assert!(re.error().is_none(), "{pattern}: {:?}", re.error());
+        re.is_match(haystack)
+    }
+
+    #[test]
+    fn any_byte_and_dot_follow_re2_on_bytes() {
+        assert!(matches(r"a\C*", b"a\nb\xff"));
+        assert!(!matches(r"a.b", b"a\nb"), "`.` stops at a newline");
+        assert!(matches(r"a.b", b"a\xffb"), "`.` is one byte, any but a newline");
+        assert!(matches(r"\\C", b"\\C"), "an escaped backslash, then C");
+    }
+
+    #[test]
+    fn quoted_literals_match_their_text() {
+        assert!(matches(r"\Qa.b\E", b"a.b") && !matches(r"\Qa.b\E", b"axb"));
+        assert!(matches(r"x\Q(+)\Ey+", b"x(+)yy"));
+        assert!(matches(r"\Qa.b", b"a.b"), "to the end of the pattern without \\E");
+        assert!(matches(r"[\Q]\E]", b"]"));
+    }
+
+    #[test]
+    fn octal_escapes_are_bytes_and_backreferences_are_refused() {
+        assert!(matches(r"\141\142", b"ab"));
+        assert!(matches(r"\0", b"\0") && matches(r"\12", b"\n"));
+        assert!(BytesRegex::new(r"(a)\1").error().is_some(), "RE2 has no backreferences");
+    }
+
+    #[test]
+    fn unicode_classes_hold_the_latin1_bytes_of_their_characters() {
+        assert!(matches(r"\pN", b"5") && matches(r"\pN", b"\xb2"), "a digit, and superscript two");
+        assert!(!matches(r"\pN", b"a") && matches(r"\PN", b"a"));
+        assert!(matches(r"\p{N}+", b"12\xbd") && matches(r"[\pN]", b"7") && !matches(r"[^\pN]", b"7"));
+        assert!(matches(r"\p{Lu}", b"\xc0") && !matches(r"\p{Lu}", b"\xe0"), "À is upper case, à is not");
+        assert!(matches(r"\p{^L}", b"1") && !matches(r"\p{^L}", b"x"));
+        assert!(BytesRegex::new(r"\p{Nope}").error().is_some());
+        assert!(!matches(r"\p{Greek}", b"a") && !matches(r"[\p{Greek}]", b"a"), "no Latin-1 character is Greek");
+        assert!(matches(r"[a\p{Greek}]", b"a") && matches(r"\P{Greek}", b"a"));
+    }
+
+    #[test]
+    fn posix_classes_and_a_leading_bracket_stay_as_they_are() {
+        assert!(matches(r"[[:digit:]]+", b"123"));
+        assert!(matches(r"[]a]+", b"]a]"));
+        assert!(matches(r"[^]a]", b"b"));
+    }
+}

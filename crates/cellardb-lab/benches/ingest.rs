@@ -1,4 +1,4 @@
-//! Ingest and scan of the balloon workload (`shared/workload.md`):
+//! Ingest and scan of the balloon workload (`docs/workload.md`):
 //! `bucket-new-cell` and `single-ts-unserialized`, 10 balloons × 1 day,
 //! events in arrival order, one row mutation per event, buffered durability
 //! (the log written to the OS on every write, no fsync), flushed at the end.
@@ -11,7 +11,8 @@
 //! Throughput is in cells; before timing each pattern the bench prints the
 //! bytes of SSTables per measurement. With the `rocksdb` feature, the same
 //! events go to RocksDB (`cellardb::baseline`: zstd level 3, 4 KiB blocks,
-//! the Bigtable key encoding of `shared/anchors.md`) for a side-by-side figure.
+//! each cell under the standard Bigtable key `row ‖ 0 ‖ family ‖ 0 ‖
+//! qualifier ‖ 0 ‖ (u64::MAX − timestamp)` big-endian) for a side-by-side figure.
 
 use std::hint::black_box;
 use std::path::Path;

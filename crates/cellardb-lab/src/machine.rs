@@ -216,15 +216,12 @@ fn unescape(field: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        match octal(&b[i..]) {
-            Some(byte) => {
-                out.push(byte);
-                i += 4;
-            }
-            None => {
-                out.push(b[i]);
-                i += 1;
-            }
+        if let Some(byte) = octal(&b[i..]) {
+            out.push(byte);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
         }
     }
     String::from_utf8_lossy(&out).into_owned()
@@ -284,6 +281,7 @@ mod tests {
         mount_of(MOUNTINFO, Path::new(path)).map(|m| (m.source, m.fstype))
     }
 
+    #[allow(clippy::unnecessary_wraps, reason = "compared with `mount`'s answer")]
     fn pair(source: &str, fstype: &str) -> Option<(String, String)> {
         Some((source.into(), fstype.into()))
     }

@@ -44,8 +44,10 @@ impl QueryKind {
     /// The query of this kind drawn from `random`, a uniform 64-bit number,
     /// for workload `w`.
     pub fn sample(self, w: &Workload, random: u64) -> Query {
-        let balloon = (random % u64::from(w.balloons.max(1))) as u32;
-        let pick = |n: u32| ((random >> 20) % u64::from(n.max(1))) as u32;
+        // A remainder of a division by a u32 always fits one.
+        let below = |r: u64, n: u32| u32::try_from(r % u64::from(n.max(1))).unwrap_or_default();
+        let balloon = below(random, w.balloons);
+        let pick = |n: u32| below(random >> 20, n);
         match self {
             QueryKind::BalloonWeek => {
                 Query::BalloonWeek { balloon, week: pick(w.minutes().div_ceil(MINUTES_PER_WEEK)) }
@@ -185,7 +187,7 @@ impl Query {
     /// How `pattern`'s key design serves the query over workload `w`.
     pub(crate) fn plan(&self, pattern: SchemaPattern, w: &Workload) -> Plan {
         let (start, end, metrics) = self.span(w);
-        Plan::of(self, pattern, start, end, metrics)
+        Plan::of(self, pattern, start, end, &metrics)
     }
 }
 
@@ -226,7 +228,7 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    fn of(q: &Query, pattern: SchemaPattern, start: u32, end: u32, metrics: Vec<usize>) -> Plan {
+    fn of(q: &Query, pattern: SchemaPattern, start: u32, end: u32, metrics: &[usize]) -> Plan {
         use SchemaPattern as P;
         let metric = METRICS[metrics[0]];
         let plan = |rows| Plan {
@@ -237,13 +239,13 @@ impl Plan {
             last_row_only: false,
             newest_only: false,
             minutes: (start, end),
-            metrics: metrics.clone(),
+            metrics: metrics.to_vec(),
         };
         let time = Some((minute_micros(start), minute_micros(end)));
         let week_rows =
             |b: u32| Rows::Keys(METRICS.iter().map(|m| format!("{}{m}#{}", prefix(b), week(start))).collect());
         let bucket = |b: u32| Rows::Keys(vec![format!("{}{}", prefix(b), week(start))]);
-        let minutes = |b: u32| range(b, minute_key(start), minute_key(end));
+        let minutes = |b: u32| range(b, &minute_key(start), &minute_key(end));
         match (*q, pattern) {
             // Every pattern keys rows by balloon first: the fleet at one
             // minute is a scan of the whole table, with a filter.
@@ -254,7 +256,7 @@ impl Plan {
                 plan(minutes(balloon))
             }
             (Query::BalloonWeek { balloon, .. }, P::BucketSerialized) => {
-                plan(range(balloon, hour_key(start), hour_key(end)))
+                plan(range(balloon, &hour_key(start), &hour_key(end)))
             }
             (Query::MetricHour { balloon, .. }, P::BucketNewColumn) => {
                 Plan { time, ..plan(Rows::Keys(vec![format!("{}{metric}#{}", prefix(balloon), week(start))])) }
@@ -338,7 +340,7 @@ fn minute_micros(minute: u32) -> i64 {
     START_MICROS + i64::from(minute) * MINUTE_MICROS
 }
 
-fn range(balloon: u32, from: String, to: String) -> Rows {
+fn range(balloon: u32, from: &str, to: &str) -> Rows {
     let p = prefix(balloon);
     Rows::Range(format!("{p}{from}"), format!("{p}{to}"))
 }

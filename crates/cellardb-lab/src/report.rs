@@ -65,7 +65,7 @@ pub fn csv(reports: &[PatternReport]) -> String {
                     format!("{:.1}", micros(q.p99)),
                     format!("{:.1}", q.cells_read),
                 ]),
-                None => fields.extend(["".into(), "".into(), "".into()]),
+                None => fields.extend([String::new(), String::new(), String::new()]),
             }
         }
         out.push_str(&fields.join(","));

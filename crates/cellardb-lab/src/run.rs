@@ -211,7 +211,7 @@ pub(crate) fn measure(
     report("ingest", total, total);
     report("flush", 0, 1);
     engine.flush()?;
-    let bytes_after_flush = allocated_bytes(dir, |name| name.ends_with(".sst"))?;
+    let bytes_after_flush = allocated_bytes(dir, |name| has_extension(name, "sst"))?;
     report("compact", 0, 1);
     engine.compact()?;
     let written = engine.bytes_written()?;
@@ -224,7 +224,7 @@ pub(crate) fn measure(
         queries.push(time_query(pattern, &w, &*engine, kind, runs, &mut random)?);
     }
     engine.close()?;
-    let bytes_after_compaction = allocated_bytes(dir, |name| !name.ends_with(".log") && name != "LOCK")?;
+    let bytes_after_compaction = allocated_bytes(dir, |name| !has_extension(name, "log") && name != "LOCK")?;
     Ok(PatternReport {
         pattern,
         engine: name,
@@ -279,12 +279,13 @@ fn time_query(
         }
     }
     latencies.sort();
-    let at = |p: f64| latencies[((latencies.len() as f64 * p).ceil() as usize).clamp(1, latencies.len()) - 1];
+    // The nearest-rank percentile: the sample at rank ⌈n × percent / 100⌉.
+    let at = |percent: usize| latencies[(latencies.len() * percent).div_ceil(100).clamp(1, latencies.len()) - 1];
     Ok(QueryReport {
         kind,
         runs,
-        p50: at(0.5),
-        p99: at(0.99),
+        p50: at(50),
+        p99: at(99),
         cells_read: cells as f64 / runs as f64,
         measurements: measurements as f64 / runs as f64,
     })
@@ -323,4 +324,9 @@ pub(crate) fn remove_dir(dir: &Path) -> Result<()> {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(dir, e)),
         _ => Ok(()),
     }
+}
+
+/// Whether file `name` ends in `.ext` (the engine names its files in lower case).
+fn has_extension(name: &str, ext: &str) -> bool {
+    std::path::Path::new(name).extension().is_some_and(|e| e == ext)
 }

@@ -16,6 +16,12 @@
 //!  l        category 0   category 1   (rotated 45° when too wide)
 //! ```
 
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "axis exponents and tick counts of finite, positive figures"
+)]
+
 use std::fmt::Write as _;
 
 /// One named series of values, one value per category (NaN or negative =
@@ -243,6 +249,7 @@ impl Layout {
     }
 
     /// The y coordinate of a value at `frac` of the axis height.
+    #[allow(clippy::unused_self, reason = "beside the layout's other coordinates")]
     fn y(&self, frac: f64) -> f64 {
         BOTTOM - frac * PLOT_H
     }
@@ -364,7 +371,7 @@ mod tests {
     }
 
     fn cats(names: &[&str]) -> Vec<String> {
-        names.iter().map(|s| s.to_string()).collect()
+        names.iter().map(ToString::to_string).collect()
     }
 
     /// A tiny well-formedness check: tags balance, attribute quotes close,

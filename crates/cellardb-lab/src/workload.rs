@@ -96,7 +96,7 @@ impl Balloon {
 
     /// `next() % n`, which is below `n` ≤ 2001 and so fits an i32.
     fn draw(&mut self, n: u64) -> i32 {
-        (self.state.next_u64() % n) as i32
+        i32::try_from(self.state.next_u64() % n).expect("a draw below 2001")
     }
 
     fn step(&mut self) -> Event {
@@ -197,7 +197,8 @@ impl Event {
     /// (varint), 4 altitude (varint), all present.
     pub fn blob(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(16);
-        let varint = |out: &mut Vec<u8>, v: i32| put_varint(out, i64::from(v) as u64);
+        // An int32 field: a negative value is sign-extended to 64 bits.
+        let varint = |out: &mut Vec<u8>, v: i32| put_varint(out, i64::from(v).cast_unsigned());
         out.push(0x08);
         varint(&mut out, self.pressure);
         out.push(0x15);
@@ -245,6 +246,7 @@ pub fn metric_text(metric: usize, value: i32) -> String {
 /// The four values of a serialized event ([`Event::blob`]): pressure,
 /// temperature in tenths, humidity, altitude. `None` if the bytes are not
 /// such a message.
+#[allow(clippy::cast_possible_truncation, reason = "a temperature in degrees, rounded to tenths")]
 pub fn decode_blob(blob: &[u8]) -> Option<[i32; 4]> {
     let mut values = [0i32; 4];
     let mut rest = blob;
@@ -261,7 +263,7 @@ pub fn decode_blob(blob: &[u8]) -> Option<[i32; 4]> {
         } else {
             let (v, tail) = read_varint(rest)?;
             rest = tail;
-            v as i64 as i32
+            i32::try_from(v.cast_signed()).ok()?
         };
     }
     rest.is_empty().then_some(values)
@@ -270,10 +272,10 @@ pub fn decode_blob(blob: &[u8]) -> Option<[i32; 4]> {
 /// Appends `v` as a protocol-buffer varint (LEB128).
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
-        out.push((v as u8) | 0x80);
+        out.push((v & 0x7f) as u8 | 0x80);
         v >>= 7;
     }
-    out.push(v as u8);
+    out.push((v & 0x7f) as u8);
 }
 
 /// A protocol-buffer varint at the start of `bytes`, and the bytes after it.
@@ -291,6 +293,7 @@ fn read_varint(bytes: &[u8]) -> Option<(u64, &[u8])> {
 /// (year, month, day) of day `z` since 1970-01-01, proleptic Gregorian
 /// (Howard Hinnant's algorithm): the calendar of the workload's keys, and
 /// of the times `cellar` prints.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a day of 1..=31, a month of 1..=12")]
 pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
@@ -315,6 +318,7 @@ fn days_from_civil_jan1(year: i64) -> i64 {
 }
 
 /// ISO 8601 week number of day `z` since the epoch.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a week of 1..=53")]
 fn iso_week(z: i64) -> u32 {
     let weekday = (z + 3).rem_euclid(7) + 1; // Monday = 1; 1970-01-01 was a Thursday
     let thursday = z - weekday + 4; // the Thursday of this ISO week decides its year

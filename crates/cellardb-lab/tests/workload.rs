@@ -1,5 +1,7 @@
 //! The balloon workload generator against the golden values of `workload.md`.
 
+use std::fmt::Write as _;
+
 use cellardb_lab::workload::{SchemaPattern, Workload};
 use sha2::{Digest, Sha256};
 
@@ -29,7 +31,10 @@ fn digest(w: Workload) -> String {
             h.update(b"\n");
         }
     }
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    h.finalize().iter().fold(String::new(), |mut hex, b| {
+        let _ = write!(hex, "{b:02x}");
+        hex
+    })
 }
 
 #[test]

@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 const SHARDS: usize = 16;
 
 /// (file id, block number).
-pub type BlockKey = (u64, u32);
+pub type BlockKey = (u64, u64);
 
 /// What a cached value costs the cache's budget.
 pub trait Charge {
@@ -56,7 +56,7 @@ impl<V: Charge> BlockCache<V> {
     }
 
     fn shard(&self, key: BlockKey) -> &Mutex<Shard<V>> {
-        let h = key.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(key.1).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        let h = key.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ key.1.wrapping_mul(0xBF58_476D_1CE4_E5B9);
         &self.shards[(h >> 59) as usize % SHARDS]
     }
 
@@ -129,7 +129,9 @@ impl<V: Charge> Shard<V> {
 
     fn remove_file(&mut self, id: u64) {
         let keys: Vec<BlockKey> = self.blocks.keys().filter(|k| k.0 == id).copied().collect();
-        keys.into_iter().for_each(|k| self.remove(k));
+        for k in keys {
+            self.remove(k);
+        }
     }
 }
 
@@ -149,7 +151,7 @@ mod tests {
     fn the_least_recently_used_block_goes_first_and_the_budget_holds() {
         // One shard's budget is a sixteenth: keep every key in shard of (1, 0).
         let cache = BlockCache::new(SHARDS * 100);
-        let same_shard: Vec<BlockKey> = (0..10_000u32)
+        let same_shard: Vec<BlockKey> = (0..10_000u64)
             .map(|b| (1, b))
             .filter(|&k| std::ptr::eq(cache.shard(k), cache.shard((1, 0))))
             .take(3)

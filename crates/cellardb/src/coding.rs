@@ -44,10 +44,10 @@ impl DecodeError {
 /// Appends `v` as a LEB128 varint.
 pub fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
-        buf.push((v as u8) | 0x80);
+        buf.push((v & 0x7f) as u8 | 0x80);
         v >>= 7;
     }
-    buf.push(v as u8);
+    buf.push((v & 0x7f) as u8);
 }
 
 /// Appends a signed value as a zigzag LEB128 varint.
@@ -63,12 +63,12 @@ pub fn put_bytes(buf: &mut Vec<u8>, bytes: &[u8]) {
 
 /// Maps signed to unsigned so that small magnitudes stay small.
 pub fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
+    ((v << 1) ^ (v >> 63)).cast_unsigned()
 }
 
 /// Inverse of [`zigzag`].
 pub fn unzigzag(v: u64) -> i64 {
-    ((v >> 1) as i64) ^ -((v & 1) as i64)
+    (v >> 1).cast_signed() ^ -(v & 1).cast_signed()
 }
 
 /// A bounds-checked reader over a byte slice.
@@ -105,6 +105,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// An error at `offset` of the buffer.
+    #[allow(clippy::unused_self, reason = "read beside `error`, as the cursor's error")]
     pub fn error_at(&self, offset: usize, what: &'static str) -> DecodeError {
         DecodeError::new(offset as u64, what)
     }
@@ -158,6 +159,15 @@ impl<'a> Cursor<'a> {
         let at = self.pos;
         let v = self.varint(what)?;
         match usize::try_from(v) {
+            Ok(n) if n <= max => Ok(n),
+            _ => Err(self.error_at(at, what)),
+        }
+    }
+
+    /// Reads a varint that must be at most `max`, as a `u32`.
+    pub fn u32_at_most(&mut self, max: u32, what: &'static str) -> Result<u32, DecodeError> {
+        let at = self.pos;
+        match u32::try_from(self.varint(what)?) {
             Ok(n) if n <= max => Ok(n),
             _ => Err(self.error_at(at, what)),
         }

@@ -21,7 +21,7 @@ use std::cmp::Ordering;
 
 use bytes::Bytes;
 
-use crate::coding::{Cursor, put_zigzag};
+use crate::coding::{Cursor, DecodeError, put_zigzag};
 
 /// Largest row key, in bytes: Bigtable's limit, which decoders also check.
 pub const MAX_ROW_KEY: usize = 4 << 10;
@@ -164,7 +164,7 @@ impl EntryRef<'_> {
     /// SSTable and log decoders reject such entries, so an entry read from
     /// disk always decodes).
     pub fn deleted_span(&self) -> Option<(i64, Option<i64>)> {
-        Some((self.timestamp, decode_range_end(self.value)?))
+        Some((self.timestamp, decode_range_end(self.value).ok()?))
     }
 
     /// An owned copy.
@@ -189,21 +189,23 @@ pub fn encode_range_end(end: Option<i64>) -> Vec<u8> {
     value
 }
 
-/// The range end a column tombstone's value encodes (`Some(None)`: no
-/// end); `None` if the value is not empty and not exactly one zigzag varint.
-pub fn decode_range_end(value: &[u8]) -> Option<Option<i64>> {
+/// The range end a column tombstone's value encodes (`None`: no end).
+///
+/// # Errors
+/// If the value is not empty and not exactly one zigzag varint.
+pub fn decode_range_end(value: &[u8]) -> Result<Option<i64>, DecodeError> {
     if value.is_empty() {
-        return Some(None);
+        return Ok(None);
     }
     let mut c = Cursor::new(value);
-    let end = c.zigzag("range end").ok()?;
-    c.is_empty().then_some(Some(end))
+    let end = c.zigzag("range end")?;
+    if c.is_empty() { Ok(Some(end)) } else { Err(c.error("range end followed by more bytes")) }
 }
 
 /// Whether `value` is a column tombstone's encoded range end: what every
 /// decoder checks of a `DeleteColumn` entry.
 pub fn is_range_end(value: &[u8]) -> bool {
-    decode_range_end(value).is_some()
+    decode_range_end(value).is_ok()
 }
 
 /// A key and its value.
@@ -254,7 +256,11 @@ impl Entry {
 
 #[cfg(test)]
 mod tests {
+    use super::EntryKind::{DeleteColumn, DeleteFamily, Put};
     use super::*;
+
+    /// An internal key's parts, in the order keys compare.
+    type Key<'a> = (&'a [u8], &'a [u8], EntryKind, i64, u64);
 
     fn put(row: &'static str, q: &'static str, ts: i64, seq: u64) -> InternalKey {
         Entry::put(row.into(), q.into(), ts, seq, Bytes::new()).key
@@ -273,10 +279,8 @@ mod tests {
             put("r\0", "", 1, 1),
         ];
         keys.sort();
-        type Key<'a> = (&'a [u8], &'a [u8], EntryKind, i64, u64);
         let order: Vec<Key<'_>> =
             keys.iter().map(|k| (&k.row[..], &k.qualifier[..], k.kind, k.timestamp, k.seq)).collect();
-        use EntryKind::*;
         assert_eq!(
             order,
             vec![

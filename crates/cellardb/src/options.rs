@@ -34,6 +34,7 @@ pub enum RecoveryMode {
 
 /// Settings for [`Options::open`]. Every setter returns the options, so they chain.
 #[derive(Debug, Clone)]
+#[must_use = "options do nothing until a database is opened with them"]
 pub struct Options {
     pub(crate) durability: Durability,
     pub(crate) memtable_size: usize,

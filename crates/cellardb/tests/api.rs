@@ -44,7 +44,7 @@ fn invalid<T: std::fmt::Debug>(r: cellardb::Result<T>, what: &str) {
     }
 }
 
-fn not_found<T: std::fmt::Debug>(r: cellardb::Result<T>) {
+fn not_found<T: std::fmt::Debug>(r: &cellardb::Result<T>) {
     assert!(matches!(r, Err(Error::NotFound { .. })), "{r:?}");
 }
 
@@ -99,7 +99,7 @@ fn check_and_mutate_refuses_bad_input_and_writes_nothing() {
     let bad_time = Mutation::set_cell("cf1", "a", 1500, "x");
     invalid(t.check_and_mutate_row("r", &Filter::pass_all(), [bad_time.clone()], []), "1500");
     invalid(t.check_and_mutate_row("r", &Filter::pass_all(), [], [bad_time]), "1500");
-    not_found(t.check_and_mutate_row("r", &Filter::pass_all(), [set("nope", "a", 1, "x")], []));
+    not_found(&t.check_and_mutate_row("r", &Filter::pass_all(), [set("nope", "a", 1, "x")], []));
     assert!(t.read_row("r", &Filter::pass_all()).unwrap().is_none());
 }
 
@@ -238,7 +238,7 @@ fn read_modify_write_refuses_bad_input_and_writes_nothing() {
     let (_d, _db, t) = table();
     invalid(t.read_modify_write_row("", [ReadModifyWrite::append("cf1", "s", "a")]), "row key is empty");
     invalid(t.read_modify_write_row("r", []), "at least one rule");
-    not_found(t.read_modify_write_row("r", [ReadModifyWrite::append("nope", "s", "a")]));
+    not_found(&t.read_modify_write_row("r", [ReadModifyWrite::append("nope", "s", "a")]));
     invalid(t.read_modify_write_row("r", [ReadModifyWrite::append("cf1", "q".repeat(16 << 10 | 1), "a")]), "qualifier");
     assert!(t.read_row("r", &Filter::pass_all()).unwrap().is_none());
 }
@@ -258,7 +258,9 @@ fn increments_from_many_threads_add_up() {
             })
         })
         .collect();
-    handles.into_iter().for_each(|h| h.join().unwrap());
+    for h in handles {
+        h.join().unwrap();
+    }
     let row = t.read_row("counter", &Filter::pass_all()).unwrap().unwrap();
     assert_eq!(row.latest("cf2", "n").unwrap().value.to_vec(), be(800));
 }
@@ -280,8 +282,8 @@ fn every_limit_is_an_invalid_argument_naming_it() {
     invalid(db.create_table("t2", [("-bad", GcRule::none())]), "");
     invalid(db.create_table("t2", [("f".repeat(65), GcRule::none())]), "64");
     invalid(db.create_family("t", "has space", GcRule::none()), "");
-    not_found(t.mutate_row("r", [set("nope", "a", 1, "x")]));
-    not_found(db.table("nope"));
+    not_found(&t.mutate_row("r", [set("nope", "a", 1, "x")]));
+    not_found(&db.table("nope"));
     invalid(t.read_rows(RowSet::all(), &Filter::family_name_regex("[")).collect_rows(), "invalid regex");
     assert!(t.read_rows(RowSet::from(RowRange::prefix("k")), &Filter::pass_all()).collect_rows().unwrap().len() == 1);
     // Server timestamps are the time of the write, in milliseconds.
@@ -304,7 +306,7 @@ fn sample_row_keys_split_the_table_into_even_ranges_without_reading_data() {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                x as u8
+                x.to_le_bytes()[0]
             })
             .collect();
         t.mutate_row(format!("row{i:05}"), [set("cf1", "v", 1, value)]).unwrap();
@@ -329,7 +331,7 @@ fn sample_row_keys_split_the_table_into_even_ranges_without_reading_data() {
     bounds.extend(keys.iter().map(|k| row_of(k)));
     bounds.push(3999);
     let sizes: Vec<i64> = bounds.windows(2).map(|w| w[1] - w[0]).collect();
-    let expected = 4000 / sizes.len() as i64;
+    let expected = 4000 / i64::try_from(sizes.len()).unwrap();
     assert!(sizes[..sizes.len() - 1].iter().all(|&s| s >= expected / 2 && s <= expected * 2), "{sizes:?}");
 }
 
@@ -372,11 +374,11 @@ fn add(q: &str, ms: i64, n: i64) -> Mutation {
     Mutation::add_to_cell("agg", q, ms * 1000, n)
 }
 
+#[allow(clippy::too_many_lines, reason = "a table of cases")]
 fn agg_cases() -> Vec<AggCase> {
     use Aggregate::{Max, Min, Sum};
     let case = |name, aggregate, writes, want| AggCase { name, aggregate, gc: GcRule::none(), writes, want };
-    let hour_ago_ms =
-        (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64) - 3_600_000;
+    let hour_ago_ms = Timestamp::now().micros() / 1000 - 3_600_000;
     vec![
         case(
             "sum of inputs at one timestamp",
@@ -563,7 +565,7 @@ fn aggregate_families_merge_inputs_before_and_after_compaction() {
                 continue;
             }
             (Want::NotFound, r) => {
-                not_found(r);
+                not_found(&r);
                 continue;
             }
             (Want::Cells(_), Err(e)) => panic!("{}: {e}", case.name),
@@ -633,6 +635,7 @@ struct MutationCase {
     want: Vec<RowCell>,
 }
 
+#[allow(clippy::too_many_lines, reason = "a table of cases")]
 fn mutation_cases() -> Vec<MutationCase> {
     use Step::{Drop, Write};
     let case = |name, steps, want| MutationCase { name, steps, want };

@@ -27,7 +27,7 @@ fn write_history(db: &Db, t: &cellardb::Table, family: &str) {
     for row in 0..20 {
         let key = format!("row{row:02}");
         for v in 0..6i64 {
-            let ts = n - (6 - v) * HOUR + (row as i64) * 1000;
+            let ts = n - (6 - v) * HOUR + i64::from(row) * 1000;
             t.mutate_row(
                 &key,
                 [
@@ -78,7 +78,7 @@ fn every_gc_rule_reads_the_same_before_and_after_compaction() {
         assert_eq!(scan_all(&t), before, "rule {rule}");
         let f = family_stats(&db, "f");
         assert_eq!((f.sst_files, f.tombstones), (1, 0), "rule {rule}: one file, no tombstone left");
-        assert_eq!(f.cells as usize, before.len(), "rule {rule}: exactly the live cells stay on disk");
+        assert_eq!(f.cells, before.len() as u64, "rule {rule}: exactly the live cells stay on disk");
     }
 }
 

@@ -95,12 +95,12 @@ fn concurrent_sync_writers_lose_nothing() {
 /// turns that into a failure instead of a hang) and every write is there.
 #[test]
 fn group_commit_never_strands_a_writer() {
+    const THREADS: usize = 8;
+    const WRITES: usize = 1500;
     let dir = tempfile::tempdir().unwrap();
     let db = Options::default().memtable_size(64 << 10).open(dir.path()).unwrap();
     let t = db.create_table("t", [("cf1", GcRule::none())]).unwrap();
     let (done_tx, done_rx) = std::sync::mpsc::channel();
-    const THREADS: usize = 8;
-    const WRITES: usize = 1500;
     for w in 0..THREADS {
         let (t, done_tx) = (t.clone(), done_tx.clone());
         std::thread::spawn(move || {

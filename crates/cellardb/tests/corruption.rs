@@ -50,7 +50,7 @@ fn assert_corruption_at_or_before(result: Result<Vec<Flat>, Error>, file: &Path,
     match result {
         Err(Error::Corruption { file: f, offset, what }) => {
             assert_eq!(f, file, "names the damaged file ({what})");
-            assert!(offset as usize <= flipped, "offset {offset} is at or before the flipped byte {flipped} ({what})");
+            assert!(offset <= flipped as u64, "offset {offset} is at or before the flipped byte {flipped} ({what})");
         }
         other => panic!("byte {flipped} of {}: expected corruption, got {other:?}", file.display()),
     }
@@ -61,7 +61,7 @@ fn any_flipped_byte_of_an_sstable_is_detected() {
     let dir = tempfile::tempdir().unwrap();
     let expected = build(dir.path());
     let sst = files_with_ext(dir.path(), "sst").pop().unwrap();
-    let len = std::fs::metadata(&sst).unwrap().len() as usize;
+    let len = usize::try_from(std::fs::metadata(&sst).unwrap().len()).unwrap();
     for offset in (0..len).step_by(3).chain([len - 1]) {
         flip(&sst, offset);
         let result = open_and_scan(dir.path());
@@ -90,7 +90,7 @@ fn any_flipped_byte_of_the_manifest_is_detected() {
     let dir = tempfile::tempdir().unwrap();
     build(dir.path());
     let manifest = dir.path().join("MANIFEST");
-    let len = std::fs::metadata(&manifest).unwrap().len() as usize;
+    let len = usize::try_from(std::fs::metadata(&manifest).unwrap().len()).unwrap();
     for offset in 0..len {
         flip(&manifest, offset);
         assert_corruption_at_or_before(open_and_scan(dir.path()), &manifest, offset);
@@ -110,7 +110,7 @@ fn a_flipped_byte_in_the_middle_of_the_log_is_corruption_not_a_torn_tail() {
         }
     }
     let log = files_with_ext(dir.path(), "log").pop().unwrap();
-    let len = std::fs::metadata(&log).unwrap().len() as usize;
+    let len = usize::try_from(std::fs::metadata(&log).unwrap().len()).unwrap();
     // Every byte of the first half: whatever field it hits, intact records follow.
     for offset in 0..len / 2 {
         flip(&log, offset);

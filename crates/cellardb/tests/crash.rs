@@ -46,7 +46,7 @@ fn op(seed: u64, n: u64) -> Op {
     let row = format!("r{:02}", (r >> 8) % 60);
     let family = if (r >> 16).is_multiple_of(2) { "cf1" } else { "cf2" };
     let qualifier = format!("q{}", (r >> 20) % 3);
-    let ts = 1000 * ((r >> 24) % 40) as i64;
+    let ts = 1000 * ((r >> 24) % 40).cast_signed();
     match r % 100 {
         0..=79 => {
             let value = format!("{n:06}-{}", "x".repeat(((r >> 32) % 200) as usize));

@@ -5,6 +5,12 @@
 //! Seeded and bounded in time (`CELLARDB_MODEL_SECS`, default 6). A failure
 //! prints its seed; `CELLARDB_MODEL_SEED=N` replays that seed alone.
 
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    reason = "the generator's draws are small numbers"
+)]
+
 mod common;
 
 use std::ops::Bound;
@@ -76,7 +82,7 @@ fn aggregate_families() -> Vec<(&'static str, Aggregate, GcRule, ModelGc)> {
 }
 
 fn key(rng: &mut Rng) -> Vec<u8> {
-    (0..1 + rng.below(3)).map(|_| *rng.pick(&KEY_BYTES)).collect()
+    (0..=rng.below(3)).map(|_| *rng.pick(&KEY_BYTES)).collect()
 }
 
 fn timestamp(rng: &mut Rng) -> i64 {
@@ -196,7 +202,7 @@ type KeyTest = Box<dyn Fn(&[u8]) -> bool>;
 fn row_set(rng: &mut Rng) -> (RowSet, Vec<KeyTest>) {
     let mut set = RowSet::new();
     let mut tests: Vec<KeyTest> = Vec::new();
-    for _ in 0..1 + rng.below(3) {
+    for _ in 0..=rng.below(3) {
         let (a, b) = (key(rng), key(rng));
         match rng.below(5) {
             0 => {
@@ -235,22 +241,19 @@ fn engine_read(t: &Table, set: RowSet, f: &Filter, reverse: bool, limit: Option<
     cells_of(&read.collect_rows().expect("read"))
 }
 
-fn open(path: &Path, fs: &Option<MemFs>) -> (Db, Table) {
+fn open(path: &Path, fs: Option<&MemFs>) -> (Db, Table) {
     let mut opts = Options::default().memtable_size(4 << 10).block_size(256);
     if let Some(fs) = fs {
         opts = opts.file_system(std::sync::Arc::new(fs.clone()));
     }
     let db = opts.open(path).expect("open");
-    let t = match db.table("t") {
-        Ok(t) => t,
-        Err(_) => {
-            let t = db.create_table("t", families().into_iter().map(|(f, rule, _)| (f, rule))).expect("create");
-            for (f, agg, rule, _) in aggregate_families() {
-                db.create_aggregate_family("t", f, agg, rule).expect("create aggregate family");
-            }
-            t
+    let t = db.table("t").unwrap_or_else(|_| {
+        let t = db.create_table("t", families().into_iter().map(|(f, rule, _)| (f, rule))).expect("create");
+        for (f, agg, rule, _) in aggregate_families() {
+            db.create_aggregate_family("t", f, agg, rule).expect("create aggregate family");
         }
-    };
+        t
+    });
     (db, t)
 }
 
@@ -258,7 +261,7 @@ fn run_seed(seed: u64, ops: usize) {
     let mut rng = Rng(seed);
     let dir = tempfile::tempdir().unwrap();
     let fs = (seed % 2 == 1).then(MemFs::new);
-    let (mut db, mut t) = open(dir.path(), &fs);
+    let (mut db, mut t) = open(dir.path(), fs.as_ref());
     let mut gc: std::collections::BTreeMap<String, ModelGc> =
         families().into_iter().map(|(f, _, m)| (f.to_owned(), m)).collect();
     gc.extend(aggregate_families().into_iter().map(|(f, _, _, m)| (f.to_owned(), m)));
@@ -269,7 +272,7 @@ fn run_seed(seed: u64, ops: usize) {
         match rng.below(100) {
             0..=69 => {
                 let k = key(&mut rng);
-                let muts: Vec<Mutation> = (0..1 + rng.below(4)).map(|_| mutation(&mut rng)).collect();
+                let muts: Vec<Mutation> = (0..=rng.below(4)).map(|_| mutation(&mut rng)).collect();
                 t.mutate_row(&k, muts.clone()).unwrap_or_else(|e| panic!("{context}: write failed: {e}"));
                 model.apply(&k, &muts);
             }
@@ -289,7 +292,7 @@ fn run_seed(seed: u64, ops: usize) {
             74..=75 => {
                 drop(t);
                 drop(db);
-                (db, t) = open(dir.path(), &fs);
+                (db, t) = open(dir.path(), fs.as_ref());
             }
             _ => {
                 let (set, tests) = row_set(&mut rng);

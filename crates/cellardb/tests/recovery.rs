@@ -273,7 +273,7 @@ fn the_cut_of_a_torn_tail_survives_an_open_that_fails_afterwards() {
     let log = fs_logs(&fs, path).pop().unwrap();
     let len = {
         use cellardb::fs::Fs;
-        fs.file_size(&log).unwrap() as usize
+        usize::try_from(fs.file_size(&log).unwrap()).unwrap()
     };
     fs.corrupt_byte(&log, len - 1).unwrap();
     // The open replays the log, cuts its tail, then fails writing its table.
@@ -298,8 +298,13 @@ fn assert_poisoned_by_io(result: &cellardb::Result<()>) {
 
 fn fs_logs(fs: &MemFs, dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     use cellardb::fs::Fs;
-    let mut logs: Vec<_> =
-        fs.list(dir).unwrap().into_iter().filter(|n| n.ends_with(".log")).map(|n| dir.join(n)).collect();
+    let mut logs: Vec<_> = fs
+        .list(dir)
+        .unwrap()
+        .into_iter()
+        .filter(|n| std::path::Path::new(n).extension().is_some_and(|e| e == "log"))
+        .map(|n| dir.join(n))
+        .collect();
     logs.sort();
     logs
 }

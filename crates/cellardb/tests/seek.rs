@@ -19,8 +19,11 @@ fn wide_rows(dir: &std::path::Path) -> Db {
         for minute in 0..7 * 1440 {
             let ts = START_MICROS + minute * MINUTE;
             for row in ["asia-south2#1001#week09", "us-west2#1000#week09"] {
-                let value = |m: usize| (90_000 + minute * 7 + m as i64 * 13).to_string();
-                let cells = (0..4).map(|m| Mutation::set_cell("measurements", METRICS[m], ts, value(m)));
+                let value = |m: i64| (90_000 + minute * 7 + m * 13).to_string();
+                let cells = METRICS
+                    .iter()
+                    .zip(0..)
+                    .map(|(metric, m)| Mutation::set_cell("measurements", *metric, ts, value(m)));
                 t.mutate_row(row, cells).unwrap();
             }
         }
@@ -66,13 +69,13 @@ fn the_newest_cell_of_each_column_reads_a_block_per_column() {
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|r| r.cell_count() == METRICS.len()));
     let last = START_MICROS + (7 * 1440 - 1) * MINUTE;
-    assert!(rows.iter().flat_map(|r| r.cells()).all(|(_, _, c)| c.timestamp.micros() == last));
+    assert!(rows.iter().flat_map(cellardb::Row::cells).all(|(_, _, c)| c.timestamp.micros() == last));
     let blocks = blocks_decoded(&db);
     assert!(blocks <= 2 * METRICS.len() as u64 + 2, "{blocks} blocks for 8 cells");
 }
 
 /// The seek never skips what deletes or GC need: a tombstone newer than
-/// the cells in range, and max_versions counting from the newest cell.
+/// the cells in range, and `max_versions` counting from the newest cell.
 #[test]
 fn seeks_respect_tombstones_and_version_counting() {
     let dir = tempfile::tempdir().unwrap();

@@ -151,7 +151,7 @@ fn prefixes_at_0xff_boundaries() {
 #[test]
 fn row_sets_of_keys_and_ranges_read_each_row_once_in_order() {
     let keys: Vec<String> = (0..30).map(|i| format!("k{i:02}")).collect();
-    let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
+    let refs: Vec<&[u8]> = keys.iter().map(String::as_bytes).collect();
     for flush in [false, true] {
         let (_d, _db, t) = table_with_keys(&refs, flush);
         let set = RowSet::new()
@@ -176,7 +176,7 @@ fn reversed_scans_return_rows_descending_with_cells_in_model_order() {
     let (_d, db) = temp_db();
     let t = db.create_table("t", [("cf1", GcRule::none()), ("cf2", GcRule::none())]).unwrap();
     for (i, k) in ["a", "b", "c", "d", "e"].iter().enumerate() {
-        let ts = 1000 * (i as i64 + 1);
+        let ts = 1000 * (i64::try_from(i).unwrap() + 1);
         t.mutate_row(
             k,
             [
@@ -376,9 +376,9 @@ fn options_change_the_layout_not_the_contents() {
 #[test]
 fn handles_are_shareable_across_threads() {
     fn shareable<T: Send + Sync + Clone + 'static>() {}
+    fn sendable<T: Send>() {}
     shareable::<cellardb::Db>();
     shareable::<cellardb::Table>();
-    fn sendable<T: Send>() {}
     sendable::<cellardb::ReadRows>();
 }
 

@@ -287,7 +287,9 @@ mod tests {
         let leveled = CompactionStrategy::Leveled;
         let full = Some(Choice::Merge { inputs: vec![1, 2], layout: OutputLayout::Level(2) });
         assert_eq!(pick_full(&files, leveled, &GcRule::None), full, "sequence numbers left");
-        files.iter_mut().for_each(|f| f.max_seq = 0);
+        for f in &mut files {
+            f.max_seq = 0;
+        }
         assert_eq!(pick_full(&files, leveled, &GcRule::None), None);
         assert_eq!(pick_full(&files, leveled, &GcRule::max_versions(1)), full, "a GC rule may collect more");
         files[0].tombstones = 1;

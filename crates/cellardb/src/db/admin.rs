@@ -127,6 +127,9 @@ impl Db {
     }
 
     /// Names of the tables, sorted.
+    ///
+    /// # Errors
+    /// `Error::Closed` after [`Db::close`].
     pub fn list_tables(&self) -> Result<Vec<String>> {
         let mut names: Vec<String> = self.core().view()?.schema.tables.iter().map(|t| t.name.clone()).collect();
         names.sort();
@@ -212,8 +215,9 @@ impl Table {
     ///
     /// # Errors
     /// `Error::NotFound` if the table was deleted; I/O errors writing the manifest.
+    #[allow(clippy::needless_pass_by_value, reason = "row ranges are passed by value throughout the API")]
     pub fn drop_row_range(&self, range: RowRange) -> Result<()> {
-        self.db.core().drop_rows(self.id, &self.name, range.half_open())
+        self.db.core().drop_rows(self.id, &self.name, &range.half_open())
     }
 
     /// Deletes every row of the table.
@@ -228,7 +232,7 @@ impl Table {
 impl Core {
     /// Records a dropped range of rows for every family of the table, with
     /// the next sequence number: every entry written before it is deleted.
-    fn drop_rows(&self, table: u32, table_name: &str, span: KeySpan) -> Result<()> {
+    fn drop_rows(&self, table: u32, table_name: &str, span: &KeySpan) -> Result<()> {
         self.check_writable()?;
         if span.is_empty() {
             return Ok(());

@@ -104,7 +104,7 @@ impl Core {
                 self.check_open()?;
                 let files = file_infos(&st, family.store);
                 let Some(choice) = picker::pick_full(&files, self.opts.compaction, &family.gc_rule) else { continue };
-                self.claim(&mut st, &family, choice)
+                Self::claim(&mut st, &family, choice)
             };
             self.run_and_release(&task)?;
         }
@@ -135,14 +135,14 @@ impl Core {
                 }
             }
             let Some((family, choice)) = due else { return Ok(false) };
-            self.claim(&mut st, &family, choice)
+            Self::claim(&mut st, &family, choice)
         };
         self.run_and_release(&task)?;
         Ok(true)
     }
 
     /// Marks `store` busy and gathers what the compaction needs.
-    fn claim(&self, st: &mut EngineState, family: &FamilyMeta, choice: Choice) -> Task {
+    fn claim(st: &mut EngineState, family: &FamilyMeta, choice: Choice) -> Task {
         let store = family.store;
         st.busy.insert(store);
         let chosen: HashSet<u64> = match &choice {
@@ -151,10 +151,9 @@ impl Core {
         let inputs = chosen.iter().filter_map(|f| st.handles.get(f).cloned()).collect();
         let may_be_older = |m: &SstMeta| match &choice {
             Choice::Drop(_) => false,
-            // Level 0 files overlap: any other may be older.
-            Choice::Merge { layout: OutputLayout::Level(0), .. } => true,
+            // Level 0 files overlap, and so do time windows: any other may be older.
+            Choice::Merge { layout: OutputLayout::Level(0) | OutputLayout::Windows(_), .. } => true,
             Choice::Merge { layout: OutputLayout::Level(out), .. } => m.level > *out,
-            Choice::Merge { layout: OutputLayout::Windows(_), .. } => true,
         };
         let older = st
             .manifest
@@ -193,7 +192,7 @@ impl Core {
         let options = SstOptions { block_size: self.opts.block_size, compression: self.opts.compression };
         let origin = SstOrigin { family: &task.family.name, store: task.store, created_micros: job.now };
         let mut new_writer = || -> Result<(u64, SstWriter)> {
-            let number = self.next_file_number(&mut self.state.lock());
+            let number = self.state.lock().next_file_number();
             let path = self.dir.join(sst::file_name(number));
             Ok((number, SstWriter::create(&*self.fs, &path, origin, options)?))
         };
@@ -203,7 +202,7 @@ impl Core {
         }
         let drops_applied = task.drops.iter().map(|d| d.seq).max().unwrap_or(0);
         let handles =
-            outputs.into_iter().map(|o| self.open_output(task.store, o, drops_applied)).collect::<Result<Vec<_>>>()?;
+            outputs.iter().map(|o| self.open_output(task.store, o, drops_applied)).collect::<Result<Vec<_>>>()?;
         log::debug!(
             "cellardb: compacted {} files of {} into {} in {:?}",
             task.inputs.len(),
@@ -215,7 +214,7 @@ impl Core {
     }
 
     /// Opens a file the job wrote; `drops_applied` as in [`SstMeta`].
-    fn open_output(&self, store: u32, o: Output, drops_applied: u64) -> Result<SstHandle> {
+    fn open_output(&self, store: u32, o: &Output, drops_applied: u64) -> Result<SstHandle> {
         let path = self.dir.join(sst::file_name(o.number));
         let data = self.fs.map(&path).map_err(|e| Error::io(&path, e))?;
         let reader = SstReader::open_with_id(&path, data, o.number)?;
@@ -241,7 +240,9 @@ impl Core {
         let inputs: HashSet<u64> = task.inputs.iter().map(|h| h.meta.file).collect();
         let live = inputs.iter().all(|f| st.handles.contains_key(f));
         if !live {
-            outputs.iter().for_each(|h| h.mark_obsolete());
+            for h in &outputs {
+                h.mark_obsolete();
+            }
             return Ok(());
         }
         let mut next = st.manifest.clone();
@@ -249,7 +250,9 @@ impl Core {
         next.ssts.extend(outputs.iter().map(|h| h.meta.clone()));
         self.retire_drops(&st, &mut next);
         if let Err(e) = manifest::write(&*self.fs, &self.dir, &next) {
-            outputs.iter().for_each(|h| h.mark_obsolete());
+            for h in &outputs {
+                h.mark_obsolete();
+            }
             return Err(e);
         }
         st.manifest = next;

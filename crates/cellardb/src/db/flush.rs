@@ -89,7 +89,9 @@ impl Core {
             self.counters.add_flushed(h.meta.size);
             st.handles.insert(h.meta.file, h);
         }
-        dropped.iter().for_each(|h| h.mark_obsolete());
+        for h in &dropped {
+            h.mark_obsolete();
+        }
         st.imm.remove(0);
         self.install(&st, self.current().mem.clone());
         self.request_compaction(&mut st);
@@ -103,7 +105,7 @@ impl Core {
         let mut out = Vec::new();
         for store in mem.stores() {
             let Some(family) = schema.family_of_store(store) else { continue };
-            let number = self.next_file_number(&mut self.state.lock());
+            let number = self.state.lock().next_file_number();
             out.push(Arc::new(self.write_table(mem, store, family, number)?));
         }
         if !out.is_empty() {

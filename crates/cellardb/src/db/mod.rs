@@ -303,11 +303,13 @@ impl Core {
         self.l0_files.store(level0.values().copied().max().unwrap_or(0), Ordering::Relaxed);
         *self.current.write() = Arc::new(sv);
     }
+}
 
+impl EngineState {
     /// A fresh file number.
-    fn next_file_number(&self, st: &mut EngineState) -> u64 {
-        let n = st.manifest.next_file;
-        st.manifest.next_file += 1;
+    fn next_file_number(&mut self) -> u64 {
+        let n = self.manifest.next_file;
+        self.manifest.next_file += 1;
         n
     }
 }

@@ -180,13 +180,10 @@ fn levels_of(files: &[std::sync::Arc<super::version::SstHandle>]) -> Vec<LevelSt
     let mut levels: Vec<LevelStats> = Vec::new();
     for h in files {
         let level = h.meta.level;
-        let i = match levels.iter().position(|l| l.level == level) {
-            Some(i) => i,
-            None => {
-                levels.push(LevelStats { level, files: 0, bytes: 0, logical_bytes: 0 });
-                levels.len() - 1
-            }
-        };
+        let i = levels.iter().position(|l| l.level == level).unwrap_or_else(|| {
+            levels.push(LevelStats { level, files: 0, bytes: 0, logical_bytes: 0 });
+            levels.len() - 1
+        });
         levels[i].files += 1;
         levels[i].bytes += h.meta.size;
         levels[i].logical_bytes += h.reader.props().logical_bytes;
@@ -197,6 +194,9 @@ fn levels_of(files: &[std::sync::Arc<super::version::SstHandle>]) -> Vec<LevelSt
 
 impl Db {
     /// The engine's figures now.
+    ///
+    /// # Errors
+    /// `Error::Closed` after [`Db::close`].
     pub fn stats(&self) -> Result<Stats> {
         let core = self.core();
         let sv = core.view()?;

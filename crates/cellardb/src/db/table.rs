@@ -88,6 +88,6 @@ impl Table {
 
 impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Table").field("name", &self.name).finish()
+        f.debug_struct("Table").field("name", &self.name).finish_non_exhaustive()
     }
 }

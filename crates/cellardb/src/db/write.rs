@@ -227,7 +227,7 @@ impl Core {
             return Err(e.clone());
         }
         let old = cs.wal.as_mut().ok_or_else(|| Error::ReadOnly { path: self.dir.clone() })?;
-        let number = self.next_file_number(&mut st);
+        let number = st.next_file_number();
         old.sync()?;
         let wal = WalWriter::create(&*self.fs, &self.dir, number, self.opts.memtable_size)?;
         if self.opts.durability == Durability::Sync {

@@ -92,7 +92,7 @@ fn write_zeros(file: &File, from: u64, to: u64) -> io::Result<()> {
     let zeros = vec![0u8; GROWTH_UNIT];
     let mut at = from.max(file.metadata()?.len());
     while at < to {
-        let n = (to - at).min(zeros.len() as u64) as usize;
+        let n = usize::try_from(to - at).map_or(zeros.len(), |left| left.min(zeros.len()));
         file.write_all_at(&zeros[..n], at)?;
         at += n as u64;
     }
@@ -149,7 +149,7 @@ mod tests {
             expected.extend_from_slice(&record);
         }
         log.sync().unwrap();
-        assert!(std::fs::metadata(&path).unwrap().len() as usize >= expected.len());
+        assert!(std::fs::metadata(&path).unwrap().len() >= expected.len() as u64);
         assert_eq!(&std::fs::read(&path).unwrap()[..expected.len()], &expected[..], "visible to readers at once");
         drop(log);
         assert_eq!(std::fs::read(&path).unwrap(), expected);

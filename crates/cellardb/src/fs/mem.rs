@@ -68,6 +68,7 @@ impl MemFs {
     /// bytes that were synced, under names whose directory was synced since
     /// they changed. The copy is independent: whatever still runs against
     /// `self` (a database being torn down) does not reach it.
+    #[must_use]
     pub fn crash_copy(&self) -> MemFs {
         let s = self.state.lock();
         let names = s.durable_names.clone();
@@ -102,6 +103,10 @@ impl MemFs {
     }
 
     /// Flips the bits of byte `offset` of `path` (for corruption tests).
+    ///
+    /// # Errors
+    /// `NotFound` if there is no file `path`, `InvalidInput` if `offset` is
+    /// past its end.
     pub fn corrupt_byte(&self, path: &Path, offset: usize) -> io::Result<()> {
         let mut s = self.state.lock();
         let id = *s.names.get(path).ok_or_else(|| not_found(path))?;

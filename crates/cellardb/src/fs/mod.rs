@@ -21,6 +21,10 @@ pub use mem::MemFs;
 pub use os::OsFs;
 
 /// A file open for appending.
+#[allow(
+    clippy::missing_errors_doc,
+    reason = "every method fails with the file system's own I/O error, as `std::fs` does"
+)]
 pub trait WritableFile: Send {
     /// Appends all of `buf`.
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()>;
@@ -33,6 +37,10 @@ pub trait WritableFile: Send {
 /// `append` must leave the bytes where they survive a crash of this process
 /// (the operating system's page cache), `sync` where they survive power loss.
 /// Dropping the file ends it at the bytes appended.
+#[allow(
+    clippy::missing_errors_doc,
+    reason = "every method fails with the file system's own I/O error, as `std::fs` does"
+)]
 pub trait LogFile: Send {
     /// Appends all of `buf`.
     fn append(&mut self, buf: &[u8]) -> io::Result<()>;
@@ -58,6 +66,12 @@ impl Debug for FileLock {
 }
 
 /// The operations the engine needs from a file system.
+///
+/// Every method fails with the file system's own I/O error.
+#[allow(
+    clippy::missing_errors_doc,
+    reason = "every method fails with the file system's own I/O error, as `std::fs` does"
+)]
 pub trait Fs: Send + Sync + Debug {
     /// Creates `dir` and its parents if missing.
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;

@@ -5,6 +5,12 @@
 //! each is read between random bounds — forward, backward, and forward
 //! with seeks — against a `BTreeMap` holding the same entries.
 
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    reason = "a test generator's draws are small numbers"
+)]
+
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;
@@ -223,7 +229,9 @@ fn write_sst(fs: &MemFs, name: &str, entries: &[Entry], block_size: usize) -> Ar
     let origin = SstOrigin { family: "cf", store: 1, created_micros: 0 };
     let options = SstOptions { block_size, compression: Compression::Zstd { level: 1 } };
     let mut w = SstWriter::create(fs, path, origin, options).unwrap();
-    entries.iter().for_each(|e| w.add(e.as_ref()).unwrap());
+    for e in entries {
+        w.add(e.as_ref()).unwrap();
+    }
     w.finish().unwrap();
     Arc::new(SstReader::open(path, fs.map(path).unwrap()).unwrap())
 }
@@ -247,7 +255,9 @@ fn memtable_of(entries: &[Entry]) -> Arc<Memtable> {
 fn build(model: &Model, rng: &mut Rng) -> Layers {
     let entries: Vec<Entry> = model.iter().map(|(k, v)| Entry { key: k.clone(), value: v.clone() }).collect();
     let mut builder = BlockBuilder::default();
-    entries.iter().for_each(|e| builder.add(e.as_ref()));
+    for e in &entries {
+        builder.add(e.as_ref());
+    }
     let mut raw = Vec::new();
     builder.finish(&mut raw);
     let block = Arc::new(DecodedBlock::decode(raw.into()).unwrap());
@@ -320,17 +330,14 @@ fn check_model(seed: u64, entries: usize) {
         for (name, mut it) in layers.open(&bounds, false) {
             let mut pos = 0; // index in `want` of the current entry
             for step in &steps {
-                match step {
-                    Some(target) => {
-                        it.seek(target);
-                        pos = pos.max(want.partition_point(|e| e.key < *target));
-                    }
-                    None => {
-                        it.advance();
-                        pos = (pos + 1).min(want.len());
-                    }
+                if let Some(target) = step {
+                    it.seek(target);
+                    pos = pos.max(want.partition_point(|e| e.key < *target));
+                } else {
+                    it.advance();
+                    pos = (pos + 1).min(want.len());
                 }
-                let got = it.current().map(|e| e.to_entry());
+                let got = it.current().map(EntryRef::to_entry);
                 assert_eq!(got.as_ref(), want.get(pos), "{}", at(name, &format!("after {step:?}")));
             }
         }

@@ -134,7 +134,10 @@ impl ManifestState {
         let mut out = MAGIC.to_vec();
         out.extend_from_slice(&VERSION.to_le_bytes());
         for p in payloads {
-            out.extend_from_slice(&(p.len() as u32).to_le_bytes());
+            // A record holds one table, family (names and a GC rule of
+            // bounded depth), file or dropped range: far below 4 GiB.
+            let len = u32::try_from(p.len()).expect("a manifest record fits a u32 length");
+            out.extend_from_slice(&len.to_le_bytes());
             out.extend_from_slice(&crc32(&[&p]).to_le_bytes());
             out.extend_from_slice(&p);
         }
@@ -229,7 +232,8 @@ pub enum Record {
 pub struct Records<'a> {
     cursor: Cursor<'a>,
     version: u32,
-    records: u64,
+    /// How many records were read so far.
+    read: u64,
     tables: Vec<u32>,
     done: bool,
 }
@@ -250,7 +254,7 @@ impl<'a> Records<'a> {
         }
         let mut cursor = Cursor::new(data);
         cursor.bytes(HEADER_LEN, "header")?;
-        Ok(Records { cursor, version, records: 0, tables: Vec::new(), done: false })
+        Ok(Records { cursor, version, read: 0, tables: Vec::new(), done: false })
     }
 
     /// The file's format version.
@@ -268,10 +272,10 @@ impl<'a> Records<'a> {
         if crc32(&[payload]) != crc {
             return Err(fail("record checksum mismatch"));
         }
-        let record = decode_record(payload, self.records, self.version, &self.tables).map_err(|e| {
+        let record = decode_record(payload, self.read, self.version, &self.tables).map_err(|e| {
             DecodeError::new(e.offset, format!("record does not decode: {}", e.what)).at(at + RECORD_HEADER_LEN)
         })?;
-        self.records += 1;
+        self.read += 1;
         match &record {
             Record::Table { id, .. } => self.tables.push(*id),
             Record::End { .. } if !self.cursor.is_empty() => {
@@ -432,7 +436,9 @@ fn encode_gc_rule(out: &mut Vec<u8>, rule: &GcRule) {
         GcRule::Union(rules) | GcRule::Intersection(rules) => {
             out.push(if matches!(rule, GcRule::Union(_)) { gc_tag::UNION } else { gc_tag::INTERSECTION });
             put_varint(out, rules.len() as u64);
-            rules.iter().for_each(|r| encode_gc_rule(out, r));
+            for r in rules {
+                encode_gc_rule(out, r);
+            }
         }
     }
 }
@@ -522,7 +528,7 @@ mod tests {
             if payload[0] == tag::FAMILY || (payload[0] == tag::SST && version < 2) {
                 payload.pop(); // the aggregate; drops_applied, one byte below 128
             }
-            out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+            out.extend_from_slice(&u32::try_from(payload.len()).unwrap().to_le_bytes());
             out.extend_from_slice(&crc32(&[&payload]).to_le_bytes());
             out.extend_from_slice(&payload);
             at += 8 + len;

@@ -509,10 +509,11 @@ mod tests {
         let long_q: &'static [u8] = Box::leak(vec![b'q'; 40].into_boxed_slice());
         let mut expected = Vec::new();
         for (i, row) in [&b"a"[..], b"a\0", b"b", long_row].into_iter().enumerate() {
-            let n = if i == 2 { 100 } else { 3 };
+            let n: i64 = if i == 2 { 100 } else { 3 };
             for t in 0..n {
+                let seq = (i * 1000) as u64 + t.unsigned_abs() + 1;
                 for q in [&b""[..], b"x", long_q] {
-                    m.insert(&[record(row, &[(1, q, t * 1000, (i * 1000 + t as usize) as u64 + 1)])]);
+                    m.insert(&[record(row, &[(1, q, t * 1000, seq)])]);
                     expected.push((row.to_vec(), q.to_vec(), t * 1000));
                 }
             }

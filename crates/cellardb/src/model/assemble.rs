@@ -259,7 +259,9 @@ fn counted_out_by_history(
                     current.retain(|_, seqs| !seqs.is_empty());
                 }
                 Event::Family => {
-                    current.values_mut().for_each(|seqs| seqs.retain(|s| *s >= seq));
+                    for seqs in current.values_mut() {
+                        seqs.retain(|s| *s >= seq);
+                    }
                     current.retain(|_, seqs| !seqs.is_empty());
                     top.retain(|ts| current.contains_key(ts));
                 }

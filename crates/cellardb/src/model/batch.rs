@@ -201,6 +201,7 @@ fn family_tombstone<'a>(store: u32, seq: u64) -> BatchEntry<'a> {
 
 #[cfg(test)]
 mod tests {
+    use super::EntryKind::{DeleteColumn, DeleteFamily, Put};
     use super::*;
     use crate::model::{Aggregate, FamilyMeta, GcRule, TimeRange};
 
@@ -226,7 +227,6 @@ mod tests {
         let mut batch = resolve(&table(), b"r", &mutations, now).unwrap();
         batch.renumber(100);
         let got: Vec<(u32, EntryKind, u64)> = batch.entries.iter().map(|e| (e.store, e.kind, e.seq)).collect();
-        use EntryKind::*;
         assert_eq!(
             got,
             [(3, Put, 100), (3, DeleteColumn, 101), (3, DeleteFamily, 102), (4, DeleteFamily, 102), (4, Put, 103)]

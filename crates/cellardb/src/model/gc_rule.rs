@@ -120,13 +120,11 @@ impl GcRule {
             return bad(&format!("nested more than {} deep", GcRule::MAX_DEPTH));
         }
         match self {
-            GcRule::None => Ok(()),
             GcRule::MaxVersions(0) => bad("max_versions must be at least 1"),
-            GcRule::MaxVersions(_) => Ok(()),
             GcRule::MaxAge(age) if age.is_zero() || age.subsec_micros() % 1000 != 0 => {
                 bad("max_age must be a positive whole number of milliseconds")
             }
-            GcRule::MaxAge(_) => Ok(()),
+            GcRule::None | GcRule::MaxVersions(_) | GcRule::MaxAge(_) => Ok(()),
             GcRule::Union(rules) | GcRule::Intersection(rules) if rules.is_empty() => {
                 bad("a union or intersection needs at least one rule")
             }

@@ -21,6 +21,8 @@
 //! Everything else is passed through, escapes included, to the `regex`
 //! crate, whose syntax is RE2's for the rest.
 
+use std::fmt::Write as _;
+
 use regex::bytes::{Regex, RegexBuilder};
 
 /// A regular expression as Bigtable applies it: RE2 syntax over raw bytes,
@@ -150,7 +152,9 @@ fn escape(
             if in_class {
                 out.push_str(&class);
             } else {
-                out.push_str(&format!("(?-u:{class})"));
+                out.push_str("(?-u:");
+                out.push_str(&class);
+                out.push(')');
             }
         }
         '1'..='7' if !chars.peek().is_some_and(|d| ('0'..='7').contains(d)) => {
@@ -199,9 +203,9 @@ fn latin1_class(name: &str, negated: bool) -> Result<String, String> {
         while let Some(next) = bytes.next_if(|b| member(*b)) {
             end = next;
         }
-        body.push_str(&format!("\\x{start:02x}"));
+        let _ = write!(body, "\\x{start:02x}");
         if end > start {
-            body.push_str(&format!("-\\x{end:02x}"));
+            let _ = write!(body, "-\\x{end:02x}");
         }
     }
     // An empty class, nested so that it is also valid inside brackets.

@@ -143,12 +143,11 @@ pub(crate) fn new_cells(
     for rule in rules {
         let (family, qualifier) = rule.column();
         let existing = cells.iter().position(|(f, q, _)| f == family && q == qualifier);
-        let (value, timestamp) = match existing {
-            Some(i) => (Some(cells[i].2.value.clone()), cells[i].2.timestamp),
-            None => {
-                let newest = current.and_then(|r| r.latest(family, qualifier));
-                (newest.map(|c| c.value.clone()), newest.map_or(now, |c| c.timestamp.max(now)))
-            }
+        let (value, timestamp) = if let Some(i) = existing {
+            (Some(cells[i].2.value.clone()), cells[i].2.timestamp)
+        } else {
+            let newest = current.and_then(|r| r.latest(family, qualifier));
+            (newest.map(|c| c.value.clone()), newest.map_or(now, |c| c.timestamp.max(now)))
         };
         let cell = Cell { timestamp, value: rule.apply(value.as_deref())?, labels: Vec::new() };
         match existing {

@@ -132,6 +132,7 @@ impl KeySpan {
 
 /// Rows to read: any mix of keys and ranges. Overlaps are read once, in key order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[must_use = "a row set does nothing until read"]
 pub struct RowSet {
     keys: Vec<Bytes>,
     ranges: Vec<RowRange>,

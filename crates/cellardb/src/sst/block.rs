@@ -96,6 +96,7 @@ impl DecodedBlock {
     /// # Errors
     /// A [`DecodeError`] at the offset in `raw` of the first byte that does
     /// not decode, or of the stream holding a value out of range.
+    #[allow(clippy::cast_possible_truncation, reason = "offsets and counts within a block checked to be under 4 GiB")]
     pub(crate) fn decode(raw: Bytes) -> Result<DecodedBlock, DecodeError> {
         if u32::try_from(raw.len()).is_err() {
             return Err(DecodeError::new(0, "block larger than 4 GiB"));
@@ -126,6 +127,7 @@ impl DecodedBlock {
         let qids =
             (0..n).map(|_| c.len(qual_count.saturating_sub(1), "qualifier id")).collect::<Result<Vec<_>, _>>()?;
         let timestamps = decode_deltas(&mut c, &qids, qual_count, scale, "timestamp")?;
+        let seqs_at = c.position();
         let seqs = decode_deltas(&mut c, &qids, qual_count, 1, "sequence")?;
         let value_lens = (0..n).map(|_| c.len(c.remaining(), "value length")).collect::<Result<Vec<_>, _>>()?;
         let value_starts = value_offsets(&mut c, &qids, &value_lens, qual_count)?;
@@ -139,9 +141,10 @@ impl DecodedBlock {
             if kind == EntryKind::DeleteColumn && !is_range_end(value) {
                 return Err(c.error_at(value_starts[i], "column tombstone's range end"));
             }
+            let seq = u64::try_from(seqs[i]).map_err(|_| c.error_at(seqs_at, "negative sequence number"))?;
             slots.push(Slot {
                 timestamp: timestamps[i],
-                seq: seqs[i] as u64,
+                seq,
                 value_start: value_starts[i] as u32,
                 value_len: value_lens[i] as u32,
                 row: row_of[i],
@@ -156,6 +159,7 @@ impl DecodedBlock {
 type Rows = (Vec<u8>, Vec<u32>, Vec<u32>);
 
 /// The rebuilt row keys, each one's end offset, and each entry's row index.
+#[allow(clippy::cast_possible_truncation, reason = "row indexes within a block checked to be under 4 GiB")]
 fn decode_rows(c: &mut Cursor<'_>, count: usize, entries: usize) -> Result<Rows, DecodeError> {
     let mut row_bytes = Vec::new();
     let mut row_ends: Vec<u32> = Vec::with_capacity(count);
@@ -244,10 +248,12 @@ mod tests {
 
     fn round_trip(entries: &[Entry]) -> Vec<Entry> {
         let mut b = BlockBuilder::default();
-        entries.iter().for_each(|e| b.add(e.as_ref()));
+        for e in entries {
+            b.add(e.as_ref());
+        }
         let mut raw = Vec::new();
         b.finish(&mut raw);
-        DecodedBlock::decode(raw.into()).unwrap().entries().map(|e| e.to_entry()).collect()
+        DecodedBlock::decode(raw.into()).unwrap().entries().map(EntryRef::to_entry).collect()
     }
 
     #[test]
@@ -274,7 +280,9 @@ mod tests {
             Entry::put("r2".into(), "b".into(), 1000, 4, "zz".into()),
         ];
         let mut b = BlockBuilder::default();
-        entries.iter().for_each(|e| b.add(e.as_ref()));
+        for e in &entries {
+            b.add(e.as_ref());
+        }
         let mut raw = Vec::new();
         b.finish(&mut raw);
         let expected: Vec<u8> = vec![
@@ -290,25 +298,22 @@ mod tests {
             b'x', b'y', b'z', b'z', // values, grouped by qualifier
         ];
         assert_eq!(raw, expected);
-        let decoded: Vec<Entry> = DecodedBlock::decode(raw.into()).unwrap().entries().map(|e| e.to_entry()).collect();
+        let decoded: Vec<Entry> = DecodedBlock::decode(raw.into()).unwrap().entries().map(EntryRef::to_entry).collect();
         assert_eq!(decoded, entries);
     }
 
     #[test]
     fn truncated_or_garbled_blocks_are_errors_not_panics() {
-        let entries: Vec<Entry> = (0..50)
+        let entries: Vec<Entry> = (0..50u64)
             .map(|i| {
-                Entry::put(
-                    format!("row{:03}", i / 4).into(),
-                    format!("q{}", i % 4).into(),
-                    1000 * i,
-                    i as u64,
-                    "val".into(),
-                )
+                let ts = 1000 * i.cast_signed();
+                Entry::put(format!("row{:03}", i / 4).into(), format!("q{}", i % 4).into(), ts, i, "val".into())
             })
             .collect();
         let mut b = BlockBuilder::default();
-        entries.iter().for_each(|e| b.add(e.as_ref()));
+        for e in &entries {
+            b.add(e.as_ref());
+        }
         let mut raw = Vec::new();
         b.finish(&mut raw);
         for cut in 0..raw.len() {

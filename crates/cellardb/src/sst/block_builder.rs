@@ -133,7 +133,8 @@ impl BlockBuilder {
         }
         let mut seq = DeltaByQualifier::new(self.quals.len());
         for (&s, &qid) in self.seqs.iter().zip(&self.qids) {
-            put_zigzag(out, seq.delta(qid, s as i64));
+            // Sequence numbers stay below 2^63 (docs/format/sstable.md).
+            put_zigzag(out, seq.delta(qid, s.cast_signed()));
         }
         let mut start = 0;
         for &end in &self.value_ends {

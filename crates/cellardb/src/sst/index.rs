@@ -68,9 +68,9 @@ pub fn decode(raw: &[u8]) -> Result<Vec<IndexEntry>, DecodeError> {
         let timestamp = c.zigzag("index timestamp")?;
         let seq = c.varint("index sequence")?;
         let offset = c.varint("block offset")?;
-        let stored_len = c.len(u32::MAX as usize, "block stored length")? as u32;
-        let raw_len = c.len(MAX_RAW_BLOCK as usize, "block raw length")? as u32;
-        let entries = c.len(u32::MAX as usize, "block entry count")? as u32;
+        let stored_len = c.u32_at_most(u32::MAX, "block stored length")?;
+        let raw_len = c.u32_at_most(MAX_RAW_BLOCK, "block raw length")?;
+        let entries = c.u32_at_most(u32::MAX, "block entry count")?;
         let last_key = InternalKey { row: row.into(), qualifier, timestamp, seq, kind };
         index.push(IndexEntry { last_key, handle: BlockHandle { offset, stored_len, raw_len }, entries });
     }

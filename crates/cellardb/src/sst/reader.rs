@@ -14,7 +14,7 @@ use super::index::{self, IndexEntry};
 use super::{Properties, bloom};
 use crate::cache::BlockCache;
 use crate::coding::DecodeError;
-use crate::key::Entry;
+use crate::key::{Entry, EntryRef};
 use crate::{Error, Result};
 
 /// The cache an SSTable's decoded data blocks are kept in.
@@ -130,7 +130,7 @@ impl SstReader {
     /// Data block `i`, from `cache` if there, else read, checked, decoded
     /// and cached.
     pub(crate) fn block(&self, i: usize, cache: Option<&SstBlockCache>) -> Result<Arc<DecodedBlock>> {
-        let key = (self.id, i as u32);
+        let key = (self.id, i as u64);
         if let Some(block) = cache.and_then(|c| c.get(key)) {
             return Ok(block);
         }
@@ -170,7 +170,8 @@ impl SstReader {
         if handle.raw_len > MAX_RAW_BLOCK {
             return Err(corrupt("block larger than 256 MiB once decompressed"));
         }
-        let start = at as usize;
+        // Inside the mapped file, so within usize.
+        let start = usize::try_from(at).map_err(|_| corrupt("block offset"))?;
         let stored_end = start + handle.stored_len as usize;
         let stored = self.data.slice(start..stored_end);
         let trailer = &self.data[stored_end..stored_end + TRAILER_LEN];
@@ -241,7 +242,7 @@ impl SstReader {
                     report.cells += 1;
                 }
             }
-            last = block_last.map(|l| l.to_entry());
+            last = block_last.map(EntryRef::to_entry);
         }
         if report.faults.is_empty() {
             let (p, tombstones) = (&self.props, report.entries - report.cells);

@@ -2,6 +2,12 @@
 //! read back with `SstIter` between random bounds, forward and backward,
 //! against a sorted vector.
 
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    reason = "a test generator's draws are small numbers"
+)]
+
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -17,7 +23,7 @@ struct Rng(u64);
 
 impl Rng {
     fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
         (self.0 >> 33) % n
     }
 }

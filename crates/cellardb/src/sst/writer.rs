@@ -173,7 +173,8 @@ impl SstWriter {
             return Ok(());
         }
         let last_key = self.last.to_key();
-        let entries = self.block.len() as u32;
+        let entries = u32::try_from(self.block.len())
+            .map_err(|_| Error::InvalidArgument("more than 2^32 entries in one block".into()))?;
         let mut raw = Vec::with_capacity(self.block.estimated_size() + 64);
         self.block.finish(&mut raw);
         let handle = self.write_block(&raw, true)?;

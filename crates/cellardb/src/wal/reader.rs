@@ -97,16 +97,16 @@ impl<'a> WalReader<'a> {
                     }
                     let what = match self.next_intact_record(pos + 1) {
                         None => fault.to_owned(),
-                        Some(intact) => match self.unwritten_sector(pos, intact) {
-                            Some(sector) => format!(
-                                "{fault}: the sector at offset {sector} was never written (power lost before a \
-                                 sync), so the records after it were never synced"
-                            ),
-                            None => {
+                        Some(intact) => {
+                            let Some(sector) = self.unwritten_sector(pos, intact) else {
                                 let what = format!("{fault}, followed by an intact record at offset {intact}");
                                 return Err(self.corruption(pos, what));
-                            }
-                        },
+                            };
+                            format!(
+                                "{fault}: the sector at offset {sector} was never written (power lost before a \
+                                 sync), so the records after it were never synced"
+                            )
+                        }
                     };
                     stats.torn_tail = Some(TornTail {
                         file: self.path.to_path_buf(),
@@ -244,7 +244,7 @@ mod tests {
 
     #[test]
     fn a_never_written_log_is_empty() {
-        let (rows, stats) = replay(&[0u8; 1 << 16]).unwrap();
+        let (rows, stats) = replay(&vec![0u8; 1 << 16]).unwrap();
         assert!(rows.is_empty());
         assert_eq!(stats.torn_tail, None);
     }
@@ -258,7 +258,7 @@ mod tests {
         data[hole.clone()].fill(0);
         let (got, stats) = replay(&data).unwrap();
         let torn = stats.torn_tail.unwrap();
-        assert!(torn.offset as usize <= hole.start && !got.is_empty(), "{torn:?}");
+        assert!(torn.offset <= hole.start as u64 && !got.is_empty(), "{torn:?}");
         assert_eq!(got, refs[..got.len()]);
         assert!(torn.what.contains("never written"), "{}", torn.what);
         let strict = WalReader::new(Path::new("x.log"), &data).replay(false, |_, _| Ok(()));

@@ -94,14 +94,11 @@ impl Model {
             match m {
                 Mutation::SetCell { family, qualifier, timestamp, value } => {
                     let col = row.entry((family.clone(), qualifier.to_vec())).or_default();
-                    match aggregates.get(family) {
-                        Some(agg) => {
-                            add(col, *agg, timestamp.micros(), i64::from_be_bytes(value[..].try_into().unwrap()))
-                        }
-                        None => {
-                            let cell = CellState { value: value.to_vec(), counted_out: false };
-                            col.insert(Reverse(timestamp.micros()), cell);
-                        }
+                    if let Some(agg) = aggregates.get(family) {
+                        add(col, *agg, timestamp.micros(), i64::from_be_bytes(value[..].try_into().unwrap()));
+                    } else {
+                        let cell = CellState { value: value.to_vec(), counted_out: false };
+                        col.insert(Reverse(timestamp.micros()), cell);
                     }
                 }
                 Mutation::AddToCell { family, qualifier, timestamp, input } => {
@@ -157,8 +154,7 @@ impl Model {
         reverse: bool,
         limit: Option<usize>,
     ) -> Vec<Vec<ModelCell>> {
-        let now =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64);
+        let now = cellardb::Timestamp::from(std::time::SystemTime::now()).micros();
         let mut rows: Vec<Vec<ModelCell>> = self
             .rows
             .iter()

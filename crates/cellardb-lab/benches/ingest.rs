@@ -10,7 +10,7 @@
 //!
 //! Throughput is in cells; before timing each pattern the bench prints the
 //! bytes of SSTables per measurement. With the `rocksdb` feature, the same
-//! events go to RocksDB (`cellardb::baseline`: zstd level 3, 4 KiB blocks,
+//! events go to RocksDB (`cellardb_lab::baseline`: zstd level 3, 4 KiB blocks,
 //! each cell under the standard Bigtable key `row ‖ 0 ‖ family ‖ 0 ‖
 //! qualifier ‖ 0 ‖ (u64::MAX − timestamp)` big-endian) for a side-by-side figure.
 
@@ -114,7 +114,7 @@ fn scan(c: &mut Criterion) {
     group.finish();
 }
 
-/// The same workload on RocksDB (`cellardb::baseline`).
+/// The same workload on RocksDB (`cellardb_lab::baseline`).
 #[cfg(feature = "rocksdb")]
 mod rocks {
     use cellardb::Durability;

@@ -1,5 +1,6 @@
 //! The weather-balloon workload of `docs/workload.md`, exact to the byte,
-//! and the four schema patterns of Bigtable's time-series guide that write it.
+//! and the five schema patterns that write it: the four of Bigtable's
+//! time-series guide, and the combination the guide suggests.
 //!
 //! Balloons report four measurements once a minute; each balloon's values
 //! are random walks driven by its own SplitMix64 generator. [`Workload`]
@@ -337,15 +338,15 @@ pub enum SchemaPattern {
     SingleTsSerialized,
     /// A row per balloon and minute; a column per metric.
     SingleTsUnserialized,
-    /// The combination the guide suggests, beyond `workload.md`'s four: a
+    /// The combination the guide suggests, beyond its four patterns: a
     /// row per balloon and hour, a column per minute (`00`..`59`) holding
     /// the serialized event.
     BucketSerialized,
 }
 
 impl SchemaPattern {
-    /// Every pattern: `workload.md`'s four in its order, then the guide's
-    /// combination.
+    /// Every pattern: the guide's four in the order of `docs/workload.md`,
+    /// then its combination.
     pub const ALL: [SchemaPattern; 5] = [
         SchemaPattern::BucketNewColumn,
         SchemaPattern::BucketNewCell,

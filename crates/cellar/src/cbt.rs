@@ -1,171 +1,126 @@
-//! The commands on a database directory, named and shaped as `cbt`'s:
-//! `ls`, `read`, `lookup`, `count`, `stats`. Each opens the database
-//! read-only (`Options::open_read_only`): it takes no lock and changes
-//! nothing, so it runs beside a live writer and sees the data as of its
-//! start.
+//! The commands on a database directory, named, argued and printed as
+//! `cbt`'s (`cbt` 1.23.2, checked on Bigtable's emulator): `ls`, `read`,
+//! `lookup`, `count`, `stats`. Each opens the database read-only
+//! (`Options::open_read_only`): it takes no lock and changes nothing, so it
+//! runs beside a live writer and sees the data as of its start.
+//!
+//! Where `cellar` parts from `cbt`, it is to stay lossless and scriptable:
+//! row keys and qualifiers are escaped (`crate::show`), times are UTC, a
+//! missing row is exit code 3, and `--json` gives one object per line.
 
 use std::io::Write;
 use std::path::Path;
 
-use cellardb::{Db, Filter, Row, RowRange, RowSet};
+use cellardb::{Aggregate, Db, FamilySchema, Filter, GcRule, Row};
 use serde_json::json;
 
-use crate::show::{escape, iso_time, ratio, unescape};
+use crate::cbt_args::{COUNT_KEYS, LOOKUP_KEYS, READ_KEYS, ReadArgs};
+use crate::go::{quote, tab_table};
+use crate::show::{cbt_time, escape, iso_time, ratio, unescape};
 use crate::{Failure, Out, Outcome};
 
 fn open(dir: &Path) -> Result<Db, Failure> {
     if !dir.is_dir() {
         return Err(Failure::NotFound(format!("no database directory {}", dir.display())));
     }
-    Ok(Db::open_read_only(dir)?)
+    Db::open_read_only(dir).map_err(|e| match e {
+        cellardb::Error::NotFound { .. } if !dir.join("MANIFEST").exists() => {
+            Failure::NotFound(format!("{} is not a cellardb database (no MANIFEST)", dir.display()))
+        }
+        e => Failure::from(e),
+    })
 }
 
-/// `ls`: the tables; `ls TABLE`: its families and GC rules.
-pub fn ls(dir: &Path, table: Option<&str>, out: &mut Out) -> Outcome {
+/// `ls`: the tables; `ls TABLE`: its families, GC policies and value types.
+pub fn ls(dir: &Path, table: Option<&str>, json: bool, out: &mut Out) -> Outcome {
     let db = open(dir)?;
-    match table {
-        None => {
-            for name in db.list_tables()? {
-                writeln!(out, "{name}")?;
+    let Some(table) = table else {
+        for name in db.list_tables()? {
+            match json {
+                true => writeln!(out, "{}", json!({"table": name}))?,
+                false => writeln!(out, "{name}")?,
             }
         }
-        Some(table) => {
-            let schema = db.table_schema(table)?;
-            writeln!(out, "{:<24} GC Policy", "Family Name")?;
-            writeln!(out, "{:<24} ---------", "-----------")?;
-            for f in schema.families {
-                match f.aggregate {
-                    None => writeln!(out, "{:<24} {}", f.name, f.gc_rule)?,
-                    Some(agg) => writeln!(out, "{:<24} {} (aggregate: int64 {agg})", f.name, f.gc_rule)?,
-                }
-            }
+        return Ok(());
+    };
+    let families = db.table_schema(table)?.families;
+    if json {
+        for f in &families {
+            let v = json!({"family": f.name, "gc_policy": gc_policy(&f.gc_rule), "aggregate": f.aggregate.map(|a| a.to_string())});
+            writeln!(out, "{v}")?;
         }
+        return Ok(());
     }
+    let header = [["Family Name", "GC Policy", "Value Type"], ["-----------", "---------", "----------"]];
+    let mut lines: Vec<Vec<String>> = header.iter().map(|l| l.map(String::from).to_vec()).collect();
+    lines.extend(
+        families.iter().map(|f: &FamilySchema| vec![f.name.clone(), gc_policy(&f.gc_rule), value_type(f.aggregate)]),
+    );
+    write!(out, "{}", tab_table(&lines))?;
     Ok(())
 }
 
-/// The `key=value` arguments of `read` and `lookup`.
-#[derive(Default)]
-struct ReadArgs {
-    prefix: Option<Vec<u8>>,
-    start: Option<Vec<u8>>,
-    end: Option<Vec<u8>>,
-    count: Option<usize>,
-    columns: Vec<ColumnSpec>,
-}
-
-/// One `family:qualifier` of `columns=`: whole-string regexes, either may be
-/// empty (any).
-struct ColumnSpec {
-    family: Option<String>,
-    qualifier: Option<String>,
-}
-
-impl ReadArgs {
-    fn parse(args: &[String], allowed: &[&str]) -> Result<ReadArgs, Failure> {
-        let mut parsed = ReadArgs::default();
-        for arg in args {
-            let usage = |what: &str| {
-                Failure::Usage(format!("{what} in {arg:?}: expected one of {}", allowed.join("=, ") + "="))
-            };
-            let (key, value) = arg.split_once('=').ok_or_else(|| usage("not key=value"))?;
-            if !allowed.contains(&key) {
-                return Err(usage("unknown argument"));
-            }
-            let bytes = || unescape(value).map_err(Failure::Usage);
-            match key {
-                "prefix" => parsed.prefix = Some(bytes()?),
-                "start" => parsed.start = Some(bytes()?),
-                "end" => parsed.end = Some(bytes()?),
-                "count" => {
-                    parsed.count =
-                        Some(value.parse().map_err(|_| Failure::Usage(format!("count={value}: not a row count")))?);
-                }
-                _ => parsed.columns = parse_columns(value)?,
+/// A GC rule as `cbt ls` shows it (Go's `bigtable.GCRuleToString`): ages
+/// in whole days, hours or minutes, else in µs; compound rules in
+/// parentheses.
+fn gc_policy(rule: &GcRule) -> String {
+    let join = |rules: &[GcRule], op: &str| format!("({})", rules.iter().map(gc_policy).collect::<Vec<_>>().join(op));
+    match rule {
+        GcRule::None => "<never>".into(),
+        GcRule::MaxVersions(n) => format!("versions() > {n}"),
+        GcRule::MaxAge(age) => {
+            let secs = age.as_secs();
+            match [(86_400, "d"), (3_600, "h"), (60, "m")].iter().find(|(unit, _)| secs % unit == 0) {
+                Some((unit, suffix)) => format!("age() > {}{suffix}", secs / unit),
+                None => format!("age() > {}", u128::from(secs) * 1_000_000),
             }
         }
-        if parsed.prefix.is_some() && (parsed.start.is_some() || parsed.end.is_some()) {
-            return Err(Failure::Usage("prefix= cannot be combined with start= or end=".into()));
-        }
-        Ok(parsed)
-    }
-
-    fn row_set(&self) -> RowSet {
-        use std::ops::Bound::{Excluded, Included, Unbounded};
-        let range = match (&self.prefix, &self.start, &self.end) {
-            (Some(p), _, _) => RowRange::prefix(p),
-            (None, start, end) => {
-                RowRange::new(start.as_ref().map_or(Unbounded, Included), end.as_ref().map_or(Unbounded, Excluded))
-            }
-        };
-        RowSet::from(range)
+        GcRule::Union(rules) => join(rules, " || "),
+        GcRule::Intersection(rules) => join(rules, " && "),
     }
 }
 
-fn parse_columns(value: &str) -> Result<Vec<ColumnSpec>, Failure> {
-    let non_empty = |s: &str| (!s.is_empty()).then(|| s.to_owned());
-    let specs: Vec<ColumnSpec> = value
-        .split(',')
-        .map(|spec| match spec.split_once(':') {
-            Some((f, q)) => ColumnSpec { family: non_empty(f), qualifier: non_empty(q) },
-            None => ColumnSpec { family: non_empty(spec), qualifier: None },
-        })
-        .collect();
-    for spec in &specs {
-        for pattern in spec.family.iter().chain(&spec.qualifier) {
-            whole_match(pattern)?;
+/// A family's value type as `cbt ls` shows it: Bigtable's `Type` in
+/// protobuf JSON, `{}` for plain bytes.
+fn value_type(aggregate: Option<Aggregate>) -> String {
+    match aggregate {
+        None => "{}".into(),
+        Some(a) => {
+            let int64 = r#"{"int64Type":{"encoding":{"bigEndianBytes":{}}}}"#;
+            format!(r#"{{"aggregateType":{{"inputType":{int64},"{a}":{{}}}}}}"#)
         }
     }
-    Ok(specs)
 }
 
-/// Checks `pattern` before the read, for a usage error rather than a
-/// failed read.
-fn whole_match(pattern: &str) -> Result<(), Failure> {
-    Filter::column_qualifier_regex(pattern).validate().map_err(Failure::from)
-}
-
-/// The filter of `columns=`: one spec is a chain of a family and a
-/// qualifier regex; several are their interleave, as `cbt` builds them.
-fn columns_filter(specs: &[ColumnSpec]) -> Filter {
-    let one = |s: &ColumnSpec| {
-        let f = s.family.as_deref().map(Filter::family_name_regex);
-        let q = s.qualifier.as_deref().map(Filter::column_qualifier_regex);
-        Filter::chain(f.into_iter().chain(q))
-    };
-    match specs {
-        [] => Filter::pass_all(),
-        [spec] => one(spec),
-        _ => Filter::interleave(specs.iter().map(one)),
-    }
-}
-
-/// `read TABLE [prefix=] [start=] [end=] [count=] [columns=]`.
+/// `read TABLE [start=] [end=] [prefix=] [regex=] [columns=] [count=]
+/// [cells-per-column=] [keys-only=] [reversed=]`.
 pub fn read(dir: &Path, table: &str, args: &[String], json: bool, out: &mut Out) -> Outcome {
-    let args = ReadArgs::parse(args, &["prefix", "start", "end", "count", "columns"])?;
+    let args = ReadArgs::parse(args, READ_KEYS)?;
     let db = open(dir)?;
-    let t = db.table(table)?;
-    let rows = t.read_rows(args.row_set(), &columns_filter(&args.columns));
-    for row in rows.limit(args.count.unwrap_or(usize::MAX)) {
+    let mut rows = db.table(table)?.read_rows(args.rows, &args.filter);
+    if args.reversed {
+        rows = rows.reversed();
+    }
+    for row in rows.take(args.count.unwrap_or(usize::MAX)) {
         print_row(&row?, json, out)?;
     }
     Ok(())
 }
 
-/// `lookup TABLE ROW [columns=]`.
+/// `lookup TABLE ROW [columns=] [cells-per-column=] [keys-only=]`.
 pub fn lookup(dir: &Path, table: &str, row: &str, args: &[String], json: bool, out: &mut Out) -> Outcome {
-    let args = ReadArgs::parse(args, &["columns"])?;
+    let args = ReadArgs::parse(args, LOOKUP_KEYS)?;
     let key = unescape(row).map_err(Failure::Usage)?;
     let db = open(dir)?;
-    let found = db.table(table)?.read_row(&key, &columns_filter(&args.columns))?;
+    let found = db.table(table)?.read_row(&key, &args.filter)?;
     match found {
         Some(row) => print_row(&row, json, out),
         None => Err(Failure::NotFound(format!("row \"{}\" not found in table {table}", escape(&key)))),
     }
 }
 
-/// A row as `cbt` prints it (a rule, the key, then per cell the column and
-/// time, and the quoted value), or as one JSON object.
+/// A row as `cbt` prints it (a rule, the key, per cell the column and time
+/// and the Go-quoted value, then an empty line), or as one JSON object.
 fn print_row(row: &Row, json: bool, out: &mut Out) -> Outcome {
     if json {
         let cells: Vec<_> = row
@@ -182,22 +137,28 @@ fn print_row(row: &Row, json: bool, out: &mut Out) -> Outcome {
     writeln!(out, "{}", escape(&row.key))?;
     for (family, qualifier, cell) in row.cells() {
         let column = format!("{family}:{}", escape(qualifier));
-        writeln!(out, "  {column:<40} @ {}", iso_time(cell.timestamp.micros()))?;
-        writeln!(out, "    \"{}\"", escape(&cell.value))?;
+        writeln!(out, "  {column:<40} @ {}", cbt_time(cell.timestamp.micros()))?;
+        writeln!(out, "    {}", quote(&cell.value))?;
     }
+    writeln!(out)?;
     Ok(())
 }
 
-/// `count TABLE`: the number of rows.
-pub fn count(dir: &Path, table: &str, out: &mut Out) -> Outcome {
+/// `count TABLE [prefix=]`: the number of rows.
+pub fn count(dir: &Path, table: &str, args: &[String], json: bool, out: &mut Out) -> Outcome {
+    let args = ReadArgs::parse(args, COUNT_KEYS)?;
     let db = open(dir)?;
     let t = db.table(table)?;
+    let any_cell = Filter::chain([Filter::cells_per_row_limit(1), Filter::strip_value()]);
     let mut rows = 0u64;
-    for row in t.read_rows(RowSet::all(), &Filter::pass_all()) {
+    for row in t.read_rows(args.rows, &any_cell) {
         row?;
         rows += 1;
     }
-    writeln!(out, "{rows}")?;
+    match json {
+        true => writeln!(out, "{}", json!({"table": table, "rows": rows}))?,
+        false => writeln!(out, "{rows}")?,
+    }
     Ok(())
 }
 

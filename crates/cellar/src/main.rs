@@ -6,14 +6,19 @@
 //! instance, opened read-only so they run beside a live writer.
 //! `docs/tools.md` shows each command on the balloon workload.
 //!
+//! The logger is on (`warn`, or as `RUST_LOG` says, to stderr), so what the
+//! engine warns about while it opens a database reaches the terminal.
+//!
 //! Exit codes: 0 success, 1 any other failure (I/O), 2 usage, 3 not found
 //! (file, directory, table, row), 4 corruption (a fault found by a dump or
 //! `--verify`).
 
 mod cbt;
+mod cbt_args;
 mod dump_manifest;
 mod dump_sst;
 mod dump_wal;
+mod go;
 mod lab;
 mod show;
 
@@ -43,14 +48,19 @@ enum Command {
     /// Decode one file: an SSTable, a log, or a manifest.
     #[command(subcommand)]
     Dump(Dump),
-    /// List tables, or with TABLE its column families and GC rules.
+    /// List tables, or with TABLE its column families, GC policies and
+    /// value types, as `cbt ls`.
     Ls {
         /// A table.
         table: Option<String>,
+        /// One JSON object per table or family.
+        #[arg(long)]
+        json: bool,
     },
-    /// Read rows: `read TABLE [prefix=P] [start=ROW] [end=ROW] [count=N]
-    /// [columns=FAMILY:QUALIFIER,...]`, as `cbt read` (families and
-    /// qualifiers are regular expressions).
+    /// Read rows, as `cbt read`: `read TABLE [start=ROW] [end=ROW]
+    /// [prefix=P] [regex=RE] [columns=FAMILY:QUALIFIER,...] [count=N]
+    /// [cells-per-column=N] [keys-only=BOOL] [reversed=BOOL]` (regexes are
+    /// RE2, matching whole keys, families and qualifiers).
     Read {
         /// The table.
         table: String,
@@ -60,22 +70,28 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Read one row: `lookup TABLE ROW [columns=...]`; exit code 3 if absent.
+    /// Read one row, as `cbt lookup`: `lookup TABLE ROW [columns=...]
+    /// [cells-per-column=N] [keys-only=BOOL]`; exit code 3 if absent.
     Lookup {
         /// The table.
         table: String,
         /// The row key (escapes as shown by the dumps: `\xNN`, `\\`).
         row: String,
-        /// `columns=...`, as for `read`.
+        /// `key=value` arguments, as for `read`.
         args: Vec<String>,
         /// One JSON object for the row.
         #[arg(long)]
         json: bool,
     },
-    /// Count a table's rows.
+    /// Count a table's rows, as `cbt count`: `count TABLE [prefix=P]`.
     Count {
         /// The table.
         table: String,
+        /// `prefix=P`.
+        args: Vec<String>,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
     },
     /// The schema-pattern lab: load the balloon workload in each schema
     /// pattern, and report what each costs (bytes, ingest, queries).
@@ -166,6 +182,8 @@ pub type Outcome = Result<(), Failure>;
 pub type Out = std::io::BufWriter<std::io::StdoutLock<'static>>;
 
 fn main() -> ExitCode {
+    let logs = env_logger::Env::default().default_filter_or("warn");
+    env_logger::Builder::from_env(logs).target(env_logger::Target::Stderr).init();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -193,10 +211,10 @@ fn run(cli: Cli, out: &mut Out) -> Outcome {
         Command::Dump(Dump::Sst(args)) => dump_sst::run(args, out),
         Command::Dump(Dump::Wal(args)) => dump_wal::run(args, out),
         Command::Dump(Dump::Manifest(args)) => dump_manifest::run(args, out),
-        Command::Ls { table } => cbt::ls(&db()?, table.as_deref(), out),
+        Command::Ls { table, json } => cbt::ls(&db()?, table.as_deref(), *json, out),
         Command::Read { table, args, json } => cbt::read(&db()?, table, args, *json, out),
         Command::Lookup { table, row, args, json } => cbt::lookup(&db()?, table, row, args, *json, out),
-        Command::Count { table } => cbt::count(&db()?, table, out),
+        Command::Count { table, args, json } => cbt::count(&db()?, table, args, *json, out),
         Command::Stats { json } => cbt::stats(&db()?, *json, out),
         Command::Lab(args) => lab::run(args, out),
     }

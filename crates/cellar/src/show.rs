@@ -55,16 +55,28 @@ pub fn unescape(text: &str) -> Result<Vec<u8>, String> {
 /// A timestamp in µs since the epoch as ISO 8601 UTC: milliseconds, or
 /// microseconds when it has any.
 pub fn iso_time(micros: i64) -> String {
-    let days = micros.div_euclid(86_400_000_000);
-    let of_day = micros.rem_euclid(86_400_000_000);
-    let (y, m, d) = cellardb_lab::workload::civil_from_days(days);
-    let (secs, sub) = (of_day / 1_000_000, of_day % 1_000_000);
-    let (h, min, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let (y, m, d, h, min, s, sub) = civil(micros);
     if sub % 1000 == 0 {
         format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{:03}Z", sub / 1000)
     } else {
         format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{sub:06}Z")
     }
+}
+
+/// A timestamp in µs since the epoch as `cbt read` prints it (Go's layout
+/// `2006/01/02-15:04:05.000000`), in UTC where `cbt` uses the local zone.
+pub fn cbt_time(micros: i64) -> String {
+    let (y, m, d, h, min, s, sub) = civil(micros);
+    format!("{y:04}/{m:02}/{d:02}-{h:02}:{min:02}:{s:02}.{sub:06}")
+}
+
+/// Year, month, day, hour, minute, second and microseconds of `micros`, UTC.
+fn civil(micros: i64) -> (i64, u32, u32, i64, i64, i64, i64) {
+    let days = micros.div_euclid(86_400_000_000);
+    let of_day = micros.rem_euclid(86_400_000_000);
+    let (y, m, d) = cellardb_lab::workload::civil_from_days(days);
+    let (secs, sub) = (of_day / 1_000_000, of_day % 1_000_000);
+    (y, m, d, secs / 3600, secs / 60 % 60, secs % 60, sub)
 }
 
 /// The name of an entry kind, as `--json` gives it.
@@ -139,5 +151,15 @@ mod tests {
         assert_eq!(iso_time(951_782_400_000_001), "2000-02-29T00:00:00.000001Z");
         assert_eq!(iso_time(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(iso_time(-1000), "1969-12-31T23:59:59.999Z");
+    }
+
+    #[test]
+    fn cbt_times_always_have_microseconds() {
+        // As `cbt read` printed these on the emulator, with TZ=UTC.
+        assert_eq!(cbt_time(1_614_556_800_000_000), "2021/03/01-00:00:00.000000");
+        assert_eq!(cbt_time(1_614_643_199_999_000), "2021/03/01-23:59:59.999000");
+        assert_eq!(cbt_time(1000), "1970/01/01-00:00:00.001000");
+        assert_eq!(cbt_time(951_782_400_000_001), "2000/02/29-00:00:00.000001");
+        assert_eq!(cbt_time(-1), "1969/12/31-23:59:59.999999");
     }
 }

@@ -336,7 +336,7 @@ fn cbt_commands_read_a_live_database_without_disturbing_it() {
     assert_eq!(cli(&["ls"]), "balloons\n");
     let families = cli(&["ls", "balloons"]);
     assert!(families.contains("measurements") && families.contains("versions() > 1"), "{families}");
-    assert!(families.contains("launches") && families.contains("(aggregate: int64 sum)"), "{families}");
+    assert!(families.contains("launches\t") && families.contains("\"sum\":{}"), "{families}");
     let manifest = json_lines(&ok(&["dump", "manifest", path, "--json"]));
     let aggregates: Vec<_> = manifest.iter().filter(|r| r["record"] == "family").map(|r| &r["aggregate"]).collect();
     assert_eq!(aggregates, [&serde_json::Value::from("sum"), &serde_json::Value::Null, &serde_json::Value::Null]);
@@ -348,7 +348,7 @@ fn cbt_commands_read_a_live_database_without_disturbing_it() {
     assert!(row.contains("    \"bin\\x01ary\""), "{row}");
     // A key given escaped, as shown.
     let notes = cli(&["lookup", "balloons", "us-west2#1000#week09", "columns=notes:who\\x00"]);
-    assert_eq!(notes.lines().count(), 4, "{notes}");
+    assert_eq!(notes.lines().count(), 5, "rule, key, column, value, empty line: {notes}");
 
     let rows = |args: &[&str]| -> Vec<serde_json::Value> {
         let mut a = vec!["read", "balloons", "--json"];
@@ -361,7 +361,7 @@ fn cbt_commands_read_a_live_database_without_disturbing_it() {
     assert_eq!(rows(&["count=1"]).len(), 1);
     let pressure = rows(&["columns=measurements:pressure"]);
     assert!(pressure.iter().all(|r| r["cells"].as_array().unwrap().iter().all(|c| c["qualifier"] == "pressure")));
-    let two = rows(&["columns=measurements:pressure,notes"]);
+    let two = rows(&["columns=measurements:pressure,notes:"]);
     let columns: BTreeSet<&str> =
         two.iter().flat_map(|r| r["cells"].as_array().unwrap()).map(|c| c["qualifier"].as_str().unwrap()).collect();
     assert_eq!(columns, BTreeSet::from(["pressure", "who\\x00"]));
@@ -376,4 +376,167 @@ fn cbt_commands_read_a_live_database_without_disturbing_it() {
     t.mutate_row("z", [Mutation::set_cell("notes", "q", 1000, "v")]).unwrap();
     db.flush().unwrap();
     assert_eq!(cli(&["count", "balloons"]), "4\n");
+}
+
+/// A database of two tables: `t`, family `cf`, rows `a1`, `a2` and `b1`,
+/// each with columns `x` and `y` written at minutes 0, 1 and 2 of March
+/// 2021 (value `ROW.COLUMN.MINUTE`), and in `b1` a column `note` whose
+/// value needs quoting; `u`, a plain family `plain` keeping 2 versions and
+/// an aggregate family `sum`.
+fn cbt_db() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    let t = db.create_table("t", [("cf", GcRule::none())]).unwrap();
+    for row in ["a1", "a2", "b1"] {
+        for minute in 0..3 {
+            let at = cellardb_lab::workload::START_MICROS + minute * 60_000_000;
+            let cell = |col: &str| Mutation::set_cell("cf", col, at, format!("{row}.{col}.{minute}"));
+            t.mutate_row(row, [cell("x"), cell("y")]).unwrap();
+        }
+    }
+    let note = "two\nlines\t\u{e9}".bytes().chain([0xff]).collect::<Vec<u8>>();
+    t.mutate_row("b1", [Mutation::set_cell("cf", "note", cellardb_lab::workload::START_MICROS, note)]).unwrap();
+    db.create_table("u", [("plain", GcRule::max_versions(2))]).unwrap();
+    db.create_aggregate_family("u", "sum", Aggregate::Sum, GcRule::none()).unwrap();
+    db.close().unwrap();
+    dir
+}
+
+/// `cellar --db DB args...`, which must succeed.
+fn on(db: &tempfile::TempDir, args: &[&str]) -> String {
+    let mut a = vec!["--db", db.path().to_str().unwrap()];
+    a.extend(args);
+    ok(&a)
+}
+
+/// The rows `read t args... --json` gives.
+fn read_json(db: &tempfile::TempDir, args: &[&str]) -> Vec<serde_json::Value> {
+    let mut a = vec!["read", "t", "--json"];
+    a.extend(args);
+    json_lines(&on(db, &a))
+}
+
+fn keys(rows: &[serde_json::Value]) -> Vec<&str> {
+    rows.iter().map(|r| r["row"].as_str().unwrap()).collect()
+}
+
+fn cells(row: &serde_json::Value) -> &Vec<serde_json::Value> {
+    row["cells"].as_array().unwrap()
+}
+
+#[test]
+fn read_selects_rows_by_regex_and_reverses_them_as_cbt_does() {
+    let db = cbt_db();
+    assert_eq!(keys(&read_json(&db, &[])), ["a1", "a2", "b1"]);
+    assert_eq!(keys(&read_json(&db, &["regex=a.*"])), ["a1", "a2"]);
+    assert_eq!(keys(&read_json(&db, &["regex=a"])), Vec::<&str>::new(), "a regex matches the whole key");
+    assert_eq!(keys(&read_json(&db, &["regex=.*1"])), ["a1", "b1"]);
+    assert_eq!(keys(&read_json(&db, &["reversed=true"])), ["b1", "a2", "a1"]);
+    assert_eq!(keys(&read_json(&db, &["reversed=1", "count=2", "regex=a.*"])), ["a2", "a1"]);
+    assert_eq!(keys(&read_json(&db, &["reversed=T", "start=a2"])), ["b1", "a2"]);
+    assert_eq!(keys(&read_json(&db, &["reversed=False"])), ["a1", "a2", "b1"]);
+    assert_eq!(keys(&read_json(&db, &["count=0"])), Vec::<&str>::new(), "count=0 reads no row, as in cbt");
+    assert_eq!(keys(&read_json(&db, &["count=0x2"])), ["a1", "a2"], "Go's base prefixes");
+}
+
+#[test]
+fn cells_per_column_keeps_the_newest_and_keys_only_strips_values() {
+    let db = cbt_db();
+    assert_eq!(cells(&read_json(&db, &["prefix=a1"])[0]).len(), 6);
+    let newest = read_json(&db, &["prefix=a1", "cells-per-column=1"]);
+    let values: Vec<&str> = cells(&newest[0]).iter().map(|c| c["value"].as_str().unwrap()).collect();
+    assert_eq!(values, ["a1.x.2", "a1.y.2"]);
+    for row in read_json(&db, &["cells-per-column=2", "columns=x"]) {
+        assert_eq!(cells(&row).len(), 2, "{row}");
+        assert!(cells(&row).iter().all(|c| c["qualifier"] == "x"), "a bare column is a qualifier, as in cbt");
+    }
+    // As cbt: keys-only strips the values, and keeps the cells.
+    let stripped = read_json(&db, &["keys-only=true"]);
+    assert_eq!(stripped.iter().map(|r| cells(r).len()).collect::<Vec<_>>(), [6, 6, 7]);
+    assert!(stripped.iter().flat_map(cells).all(|c| c["value"] == ""));
+    assert!(read_json(&db, &["keys-only=f"]).iter().flat_map(cells).all(|c| c["value"] != ""));
+    let looked_up = json_lines(&on(&db, &["lookup", "t", "a2", "cells-per-column=1", "keys-only=TRUE", "--json"]));
+    assert_eq!(cells(&looked_up[0]).iter().map(|c| c["value"].as_str().unwrap()).collect::<Vec<_>>(), ["", ""]);
+}
+
+#[test]
+fn rows_print_as_cbt_prints_them() {
+    let db = cbt_db();
+    let rule = "-".repeat(40);
+    let row = on(&db, &["lookup", "t", "b1", "columns=note,y", "cells-per-column=1"]);
+    let expected = format!(
+        "{rule}\nb1\n  {:<40} @ 2021/03/01-00:00:00.000000\n    \"two\\nlines\\t\u{e9}\\xff\"\n  {:<40} @ 2021/03/01-00:02:00.000000\n    \"b1.y.2\"\n\n",
+        "cf:note", "cf:y"
+    );
+    assert_eq!(row, expected, "Go's time layout and %q, and an empty line after the row");
+    let read = on(&db, &["read", "t", "regex=a.*", "columns=x", "cells-per-column=1", "keys-only=true"]);
+    let cell = |key: &str| format!("{rule}\n{key}\n  {:<40} @ 2021/03/01-00:02:00.000000\n    \"\"\n\n", "cf:x");
+    assert_eq!(read, cell("a1") + &cell("a2"));
+}
+
+#[test]
+fn bad_read_arguments_are_usage_errors_in_cbt_s_words() {
+    let db = cbt_db();
+    let path = db.path().to_str().unwrap();
+    let usage = |args: &[&str]| {
+        let mut a = vec!["--db", path];
+        a.extend(args);
+        fails(&a, USAGE)
+    };
+    for (args, message) in [
+        (&["read", "t", "keys-only=yes"][..], "strconv.ParseBool: parsing \"yes\": invalid syntax"),
+        (&["read", "t", "reversed=maybe"], "strconv.ParseBool: parsing \"maybe\": invalid syntax"),
+        (&["lookup", "t", "a1", "keys-only=2"], "strconv.ParseBool: parsing \"2\": invalid syntax"),
+        (&["read", "t", "count=ten"], "Bad count \"ten\": strconv.ParseInt: parsing \"ten\": invalid syntax"),
+        (
+            &["read", "t", "cells-per-column=x"],
+            "Bad number of cells per column \"x\": strconv.Atoi: parsing \"x\": invalid syntax",
+        ),
+        (&["read", "t", "columns=a:b:c"], "bad format for column \"a:b:c\""),
+        (&["read", "t", "bogus=1"], "unknown arg key \"bogus\""),
+        (&["lookup", "t", "a1", "regex=a.*"], "unknown arg key \"regex\""),
+        (&["count", "t", "start=a"], "unknown arg key \"start\""),
+        (&["read", "t", "prefix=a", "end=b"], "\"start\"/\"end\" may not be mixed with \"prefix\""),
+    ] {
+        let err = usage(args);
+        assert_eq!(err, format!("cellar: {message}\n"), "{args:?}");
+    }
+    assert!(usage(&["read", "t", "regex=("]).contains("invalid regex \"(\""));
+    assert!(usage(&["read", "t", "cells-per-column=0"]).contains("must be > 0"));
+}
+
+#[test]
+fn ls_and_count_print_as_cbt_and_give_json_lines() {
+    let db = cbt_db();
+    assert_eq!(on(&db, &["ls"]), "t\nu\n");
+    assert_eq!(
+        json_lines(&on(&db, &["ls", "--json"])),
+        [serde_json::json!({"table": "t"}), serde_json::json!({"table": "u"})]
+    );
+    let sum = r#"{"aggregateType":{"inputType":{"int64Type":{"encoding":{"bigEndianBytes":{}}}},"sum":{}}}"#;
+    let expected = format!(
+        "Family Name\tGC Policy\t\tValue Type\n-----------\t---------\t\t----------\nplain\t\tversions() > 2\t\t{{}}\nsum\t\t<never>\t\t\t{sum}\n"
+    );
+    assert_eq!(on(&db, &["ls", "u"]), expected, "Go's tabwriter, as cbt ls");
+    let families = json_lines(&on(&db, &["ls", "u", "--json"]));
+    assert_eq!(families[0], serde_json::json!({"family": "plain", "gc_policy": "versions() > 2", "aggregate": null}));
+    assert_eq!(families[1], serde_json::json!({"family": "sum", "gc_policy": "<never>", "aggregate": "sum"}));
+    assert_eq!(on(&db, &["count", "t"]), "3\n");
+    assert_eq!(on(&db, &["count", "t", "prefix=a"]), "2\n");
+    assert_eq!(json_lines(&on(&db, &["count", "t", "--json"])), [serde_json::json!({"table": "t", "rows": 3})]);
+    assert_eq!(json_lines(&on(&db, &["count", "u", "--json"])), [serde_json::json!({"table": "u", "rows": 0})]);
+}
+
+#[test]
+fn a_directory_that_is_not_a_database_says_so() {
+    let scratch = tempfile::tempdir().unwrap();
+    std::fs::write(scratch.path().join("notes.txt"), "not a database").unwrap();
+    let dir = scratch.path().to_str().unwrap();
+    for command in [&["ls"][..], &["count", "t"], &["read", "t"], &["lookup", "t", "r"], &["stats"]] {
+        let mut args = vec!["--db", dir];
+        args.extend(command);
+        let err = fails(&args, NOT_FOUND);
+        assert_eq!(err, format!("cellar: {dir} is not a cellardb database (no MANIFEST)\n"), "{command:?}");
+    }
+    assert_eq!(std::fs::read_dir(scratch.path()).unwrap().count(), 1, "nothing was created");
 }

@@ -64,7 +64,9 @@ fn a_read_only_open_of_a_directory_without_a_database_is_not_found() {
     let dir = tempfile::tempdir().unwrap();
     for path in [dir.path().join("missing"), dir.path().to_path_buf()] {
         match Db::open_read_only(&path) {
-            Err(Error::Io { source, .. }) => assert_eq!(source.kind(), std::io::ErrorKind::NotFound),
+            Err(e @ Error::NotFound { kind: "cellardb database", .. }) => {
+                assert_eq!(e.to_string(), format!("cellardb database not found: {} (no MANIFEST)", path.display()));
+            }
             Err(e) => panic!("expected not found, got {e}"),
             Ok(_) => panic!("opened {}", path.display()),
         }

@@ -19,7 +19,8 @@
 //! writer changed it meanwhile (a flush may have deleted a log before it was
 //! listed). With the manifest unchanged, every log it names was still there
 //! when listed, so the view is the files plus a prefix of the logs: a prefix
-//! of the writer's history.
+//! of the writer's history. A directory without a manifest is not a
+//! database: `Error::NotFound`, at once.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -217,7 +218,10 @@ fn file_name_of(path: &Path) -> String {
 fn gather_read_only(dir: &Path, opts: &Options) -> Result<Option<(Parts, Arc<Memtable>)>> {
     let fs = &opts.fs;
     let manifest_path = dir.join(manifest::FILE_NAME);
-    let before = fs.read(&manifest_path).map_err(|e| Error::io(&manifest_path, e))?;
+    let before = fs.read(&manifest_path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => not_a_database(dir),
+        _ => Error::io(&manifest_path, e),
+    })?;
     let state = manifest::decode(&manifest_path, &before)?;
     let names = fs.list(dir).map_err(|e| Error::io(dir, e))?;
     let mut logs: Vec<u64> =
@@ -236,6 +240,14 @@ fn gather_read_only(dir: &Path, opts: &Options) -> Result<Option<(Parts, Arc<Mem
         return Ok(None);
     }
     Ok(Some((Parts { state, handles, cache, report, last_seq }, mem)))
+}
+
+/// A directory with no manifest (or no directory): not a database, which a
+/// read-only open may not create. Not retried: a writer replaces its
+/// manifest by a rename, so once a database exists its manifest never goes
+/// missing.
+fn not_a_database(dir: &Path) -> Error {
+    Error::NotFound { kind: "cellardb database", name: format!("{} (no MANIFEST)", dir.display()) }
 }
 
 /// Replays `logs` in order into `into`, raising `last_seq` to the highest

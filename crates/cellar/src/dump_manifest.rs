@@ -83,6 +83,8 @@ fn record_text(record: &Record) -> String {
             d.log_number
         ),
         Record::End { records } => format!("end: {records} records before it"),
+        // A record of a later format version than this tool knows.
+        other => format!("a record this version of cellar does not know: {other:?}"),
     }
 }
 
@@ -108,5 +110,6 @@ fn record_json(record: &Record) -> Value {
             "end": d.end.as_ref().map(|e| escape(e)), "seq": d.seq, "log_number": d.log_number,
         }),
         Record::End { records } => json!({"record": "end", "records": records}),
+        other => json!({"record": "unknown", "debug": format!("{other:?}")}),
     }
 }

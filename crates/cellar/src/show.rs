@@ -81,12 +81,7 @@ fn civil(micros: i64) -> (i64, u32, u32, i64, i64, i64, i64) {
 
 /// The name of an entry kind, as `--json` gives it.
 pub fn kind_name(kind: EntryKind) -> &'static str {
-    match kind {
-        EntryKind::Put => "put",
-        EntryKind::PutCountedOut => "put_counted_out",
-        EntryKind::DeleteColumn => "delete_column",
-        EntryKind::DeleteFamily => "delete_family",
-    }
+    kind.name()
 }
 
 /// One entry as a line: `row family:qualifier @time = value` for a cell,
@@ -103,6 +98,8 @@ pub fn entry_line(family: &str, e: &EntryRef<'_>) -> String {
             format!("{row} {family}:{qualifier} DELETE cells @{} until {end}", iso_time(e.timestamp))
         }
         EntryKind::DeleteFamily => format!("{row} {family}: DELETE family"),
+        // A kind of a later format version than this tool knows.
+        kind => format!("{row} {family}:{qualifier} {} @{}", kind.name(), iso_time(e.timestamp)),
     }
 }
 

@@ -29,6 +29,7 @@ pub const MAX_ROW_KEY: usize = 4 << 10;
 /// What an entry is. Written to disk: never renumber.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
+#[non_exhaustive]
 pub enum EntryKind {
     /// A cell: `timestamp` and `value` are the cell's.
     Put = 0,
@@ -67,6 +68,17 @@ impl EntryKind {
         }
     }
 
+    /// The kind's name in `docs/format/` and in tools' output: `put`,
+    /// `delete_column`, `delete_family`, `put_counted_out`.
+    pub fn name(self) -> &'static str {
+        match self {
+            EntryKind::Put => "put",
+            EntryKind::DeleteColumn => "delete_column",
+            EntryKind::DeleteFamily => "delete_family",
+            EntryKind::PutCountedOut => "put_counted_out",
+        }
+    }
+
     /// Whether the entry is a cell (rather than a tombstone).
     pub fn is_cell(self) -> bool {
         matches!(self, EntryKind::Put | EntryKind::PutCountedOut)
@@ -75,6 +87,7 @@ impl EntryKind {
 
 /// The ordered part of an entry.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct InternalKey {
     /// Row key.
     pub row: Bytes,
@@ -113,6 +126,7 @@ impl PartialOrd for InternalKey {
 /// An entry whose bytes are borrowed: what the write path, the memtable's
 /// flush and the SSTable writer pass around without copying.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EntryRef<'a> {
     /// Row key.
     pub row: &'a [u8],

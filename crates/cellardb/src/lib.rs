@@ -14,6 +14,14 @@
 //! one process, for people who want Bigtable's model (and to measure its
 //! schema patterns) without a cluster.
 //!
+//! The crate root is the API an application embeds: [`Db`] and [`Table`],
+//! [`Options`], [`Mutation`]s, [`Filter`]s, [`RowSet`]s, [`Row`]s,
+//! [`GcRule`]s, [`Stats`] and [`Error`]. Two modules are public beside it,
+//! each for a narrower audience: [`inspect`] reads single files (an
+//! SSTable, a log, a manifest) into structured records, for tools such as
+//! `cellar` and for fuzzers; [`fs`] is the file-system seam, through which
+//! tests run a database on [`fs::MemFs`].
+//!
 //! ```
 //! use cellardb::{Db, Filter, GcRule, Mutation, RowRange, RowSet};
 //!

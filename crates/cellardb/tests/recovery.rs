@@ -248,10 +248,11 @@ fn writes_are_refused_after_a_flush_fails_until_reopen() {
     let (db, t) = open_with_table(path, mem_options(&fs));
     put(&t, "a", "v");
     fs.fail_writes_to(Some(".sst"));
-    assert!(db.flush().is_err(), "the flush cannot write its table");
+    assert_poisoned_by_io(&db.flush());
     fs.fail_writes_to(None);
     let refused = t.mutate_row("b", [Mutation::set_cell("cf1", "q", 1000, "v")]);
     assert_poisoned_by_io(&refused);
+    assert_poisoned_by_io(&db.flush());
     assert_eq!(scan_all(&t), vec![flat("a", "cf1", "q", 1000, "v")], "reads go on");
     drop(t);
     drop(db);

@@ -22,6 +22,7 @@
 use bytes::Bytes;
 
 use crate::model::GcRule;
+use crate::model::retain::file_expired;
 
 /// Level-0 files that trigger a compaction.
 pub const L0_TRIGGER: usize = 4;
@@ -115,7 +116,7 @@ pub enum Choice {
 pub fn pick(files: &[FileInfo], gc_rule: &GcRule, now: i64, strategy: CompactionStrategy) -> Option<Choice> {
     let expired: Vec<u64> = files
         .iter()
-        .filter(|f| f.cells > 0 && f.tombstones == 0 && gc_rule.collects(0, f.max_timestamp, now))
+        .filter(|f| file_expired(gc_rule, f.max_timestamp, f.cells, f.tombstones, now))
         .map(|f| f.file)
         .collect();
     if !expired.is_empty() {

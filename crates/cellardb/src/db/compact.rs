@@ -292,7 +292,7 @@ impl Core {
     pub(super) fn retire_drops(&self, st: &EngineState, next: &mut ManifestState) {
         let oldest_log = st.imm.first().map_or_else(|| self.current().mem.wal_number(), |m| m.wal_number());
         let ManifestState { ssts, drops, .. } = next;
-        drops.retain(|d| ssts.iter().any(|s| s.holds_dropped(d)) || oldest_log <= d.log_number);
+        drops.retain(|d| !d.is_spent(ssts.iter().any(|s| s.holds_dropped(d)), oldest_log));
     }
 }
 

@@ -64,7 +64,7 @@ impl Core {
             self.state_cv.wait(&mut st);
         }
         match &st.bg_error {
-            Some(e) => Err(e.clone()),
+            Some(e) => Err(Error::poisoned(e)),
             None if !st.imm.is_empty() => Err(Error::Closed),
             None => Ok(()),
         }

@@ -258,10 +258,12 @@ impl Core {
     }
 
     /// Records the error a background flush or compaction failed with:
-    /// from now on writes are refused.
+    /// from now on writes are refused. The first failure is kept: a later
+    /// one (the compaction thread failing after the flush thread did) is
+    /// most likely its consequence.
     fn record_background_error(&self, e: Error) {
         let mut st = self.state.lock();
-        st.bg_error = Some(e);
+        st.bg_error.get_or_insert(e);
         self.bg_failed.store(true, Ordering::Release);
         self.state_cv.notify_all();
     }

@@ -224,7 +224,7 @@ impl Core {
             self.counters.add_stall(started.elapsed());
         }
         if let Some(e) = &st.bg_error {
-            return Err(e.clone());
+            return Err(Error::poisoned(e));
         }
         let old = cs.wal.as_mut().ok_or_else(|| Error::ReadOnly { path: self.dir.clone() })?;
         let number = st.next_file_number();

@@ -6,6 +6,10 @@
 //! `sync_data`'d, under names whose directory was synced — so crash tests can
 //! cut power at any point and check what the engine promised. It can also be
 //! told to fail writes, to test what the engine does after an I/O error.
+//!
+//! The seam is public on purpose: a program passes a file system to
+//! [`crate::Options::file_system`] — [`MemFs`] in its own tests, or one of
+//! its own that implements [`Fs`].
 
 mod mapped_log;
 mod mem;
@@ -54,7 +58,9 @@ pub struct FileLock {
 }
 
 impl FileLock {
-    pub(crate) fn new(guard: Box<dyn Send + Sync>) -> Self {
+    /// A lock held for as long as `guard` lives: what an [`Fs::try_lock`]
+    /// of another file system returns (its guard releases the lock on drop).
+    pub fn new(guard: Box<dyn Send + Sync>) -> Self {
         FileLock { _guard: guard }
     }
 }

@@ -52,6 +52,7 @@ mod gc_tag {
 
 /// Everything the manifest records.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ManifestState {
     /// Next number for a log or SSTable file.
     pub next_file: u64,
@@ -73,6 +74,7 @@ pub struct ManifestState {
 
 /// A live SSTable.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SstMeta {
     /// Store whose entries it holds.
     pub store: u32,
@@ -99,10 +101,7 @@ pub struct SstMeta {
 impl SstMeta {
     /// Whether the file may hold entries `drop` deletes.
     pub(crate) fn holds_dropped(&self, drop: &RangeDrop) -> bool {
-        self.store == drop.store
-            && self.drops_applied < drop.seq
-            && self.min_seq < drop.seq
-            && drop.overlaps(&self.first_row, &self.last_row)
+        drop.may_delete_in(self.store, (&self.first_row, &self.last_row), self.min_seq, self.drops_applied)
     }
 }
 
@@ -187,6 +186,7 @@ impl ManifestState {
 
 /// One record of the manifest file, as written.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Record {
     /// The counters (tag 1).
     Counters {

@@ -30,6 +30,7 @@ use crate::{Error, Result};
 /// A row mutation resolved into entries. Bytes are borrowed from the
 /// mutations (when writing) or from the log (when replaying).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RowBatch<'a> {
     /// Row key.
     pub row: &'a [u8],
@@ -41,6 +42,7 @@ pub struct RowBatch<'a> {
 
 /// One entry of a row batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BatchEntry<'a> {
     /// Store (one column family of one table) the entry is written to.
     pub store: u32,
@@ -114,7 +116,11 @@ impl RowBatch<'_> {
         let mut entries = Vec::with_capacity(count.min(c.remaining() / 6));
         for _ in 0..count {
             let at = c.position();
-            let kind = EntryKind::from_tag(c.u8("entry kind")?).ok_or(c.error_at(at, "entry kind"))?;
+            // A log holds what writes resolve to; compaction alone writes
+            // counted-out cells, and only to SSTables.
+            let kind = EntryKind::from_tag(c.u8("entry kind")?)
+                .filter(|k| *k != EntryKind::PutCountedOut)
+                .ok_or(c.error_at(at, "entry kind"))?;
             let at = c.position();
             let store = u32::try_from(c.varint("store")?).map_err(|_| c.error_at(at, "store"))?;
             let at = c.position();

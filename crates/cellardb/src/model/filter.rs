@@ -394,14 +394,14 @@ fn sort_model_order(row: &RowView<'_>, cells: &mut [RowCell]) {
 }
 
 /// True with probability `p`: a row sample's draw, from a per-thread
-/// SplitMix64 generator seeded by the address of its state and a counter
-/// (a sample needs no clock and no cryptographic quality).
+/// SplitMix64 generator seeded from the standard library's per-process
+/// random hash keys, so two processes draw different samples (a sample
+/// needs no cryptographic quality).
 fn sample(p: f64) -> bool {
     use std::cell::Cell;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static THREADS: AtomicU64 = AtomicU64::new(0);
+    use std::hash::{BuildHasher, RandomState};
     thread_local! {
-        static STATE: Cell<u64> = Cell::new(THREADS.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed) ^ 0x2545_F491_4F6C_DD1D);
+        static STATE: Cell<u64> = Cell::new(RandomState::new().hash_one(0x2545_F491_4F6C_DD1Du64));
     }
     let draw = STATE.with(|s| {
         let state = s.get().wrapping_add(0x9E37_79B9_7F4A_7C15);

@@ -12,6 +12,7 @@ use bytes::Bytes;
 /// A dropped range of rows of one store: every entry of a row in
 /// `[start, end)` with a sequence number below `seq` is deleted.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RangeDrop {
     /// Store (one column family of one table).
     pub store: u32,
@@ -28,18 +29,36 @@ pub struct RangeDrop {
 
 impl RangeDrop {
     /// Whether `row` lies in the range.
-    pub fn covers(&self, row: &[u8]) -> bool {
+    pub(crate) fn covers(&self, row: &[u8]) -> bool {
         row >= &self.start[..] && self.end.as_ref().is_none_or(|e| row < &e[..])
     }
 
     /// Whether the range meets rows `first..=last`.
-    pub fn overlaps(&self, first: &[u8], last: &[u8]) -> bool {
+    pub(crate) fn overlaps(&self, first: &[u8], last: &[u8]) -> bool {
         last >= &self.start[..] && self.end.as_ref().is_none_or(|e| first < &e[..])
     }
 
     /// Whether the range holds every row `first..=last`.
-    pub fn contains(&self, first: &[u8], last: &[u8]) -> bool {
+    pub(crate) fn contains(&self, first: &[u8], last: &[u8]) -> bool {
         first >= &self.start[..] && self.end.as_ref().is_none_or(|e| last < &e[..])
+    }
+
+    /// Whether a file may hold an entry the drop deletes: a file of the
+    /// drop's store, with rows `first..=last` meeting the range, whose
+    /// oldest entry (`min_seq`) is older than the drop, and that no
+    /// compaction has yet cleared of the drops up to `drops_applied`.
+    pub(crate) fn may_delete_in(&self, store: u32, rows: (&[u8], &[u8]), min_seq: u64, drops_applied: u64) -> bool {
+        store == self.store && drops_applied < self.seq && min_seq < self.seq && self.overlaps(rows.0, rows.1)
+    }
+
+    /// Whether the drop is spent and can be forgotten:
+    /// (D1) no file may hold an entry it deletes (`held_by_a_file` false),
+    /// and (D2) every memtable started after it (`oldest_log`, the log of
+    /// the oldest memtable, is newer than the drop's), so no memtable holds
+    /// an entry older than it either. Entries written later are newer than
+    /// the drop, which never deletes them.
+    pub(crate) fn is_spent(&self, held_by_a_file: bool, oldest_log: u64) -> bool {
+        !held_by_a_file && oldest_log > self.log_number
     }
 }
 
@@ -72,5 +91,16 @@ mod tests {
         assert!(drops[0].overlaps(b"a", b"b") && !drops[0].overlaps(b"d", b"e"));
         assert!(drops[0].contains(b"b", b"c\xff") && !drops[0].contains(b"b", b"d"));
         assert!(drop("", None, 1).covers(b"\0"), "an empty start is the first row");
+    }
+
+    #[test]
+    fn a_drop_matters_to_older_files_of_its_store_and_rows_until_spent() {
+        let d = drop("b", Some("d"), 5);
+        assert!(d.may_delete_in(1, (b"a", b"c"), 4, 0));
+        assert!(!d.may_delete_in(2, (b"a", b"c"), 4, 0), "another store");
+        assert!(!d.may_delete_in(1, (b"d", b"e"), 4, 0), "other rows");
+        assert!(!d.may_delete_in(1, (b"a", b"c"), 5, 0), "only newer entries");
+        assert!(!d.may_delete_in(1, (b"a", b"c"), 4, 5), "already applied");
+        assert!(!d.is_spent(true, 2) && !d.is_spent(false, 1) && d.is_spent(false, 2));
     }
 }

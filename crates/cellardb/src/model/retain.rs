@@ -140,6 +140,15 @@ fn tombstone_between(entries: &[EntryRef<'_>], put: &EntryRef<'_>, until: u64) -
     })
 }
 
+/// Whether a whole file can be deleted without reading it: the GC rule
+/// collects by age the file's newest cell (`newest_cell`, µs) even as the
+/// newest version of its column, and so every cell in it (F1); and it
+/// holds no tombstone (F2), which might still be deleting older cells of
+/// other files. A file of tombstones alone (`cells` 0) is left to merging.
+pub(crate) fn file_expired(rule: &GcRule, newest_cell: i64, cells: u64, tombstones: u64, now: i64) -> bool {
+    cells > 0 && tombstones == 0 && rule.collects(0, newest_cell, now)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,5 +266,18 @@ mod tests {
         // The delete (of other timestamps) at 3 parts the inputs before it from those after.
         assert_eq!(kept_inputs(&mut entries, false), vec![(1000, 4, 10), (1000, 2, 8)]);
         assert_eq!(kept_inputs(&mut entries, true), vec![(1000, 0, 18)]);
+    }
+
+    #[test]
+    fn a_file_expires_whole_only_with_cells_all_collected_by_age_and_no_tombstone() {
+        let hour = 3_600_000_000;
+        let rule = GcRule::max_age(std::time::Duration::from_secs(3600));
+        let now = 10 * hour;
+        assert!(file_expired(&rule, now - 2 * hour, 5, 0, now));
+        assert!(!file_expired(&rule, now - hour / 2, 5, 0, now), "its newest cell is young");
+        assert!(!file_expired(&rule, now - 2 * hour, 5, 1, now), "a tombstone may delete elsewhere");
+        assert!(!file_expired(&rule, now - 2 * hour, 0, 0, now), "no cell");
+        let versions = GcRule::intersection([GcRule::max_versions(1), rule]);
+        assert!(!file_expired(&versions, now - 2 * hour, 5, 0, now), "the newest version is kept");
     }
 }

@@ -34,6 +34,7 @@ pub struct FamilySchema {
 /// A table as the engine keeps it: its schema, and the ids under which its
 /// data lives. Recorded in the manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TableMeta {
     /// Id, never reused.
     pub id: u32,
@@ -58,6 +59,7 @@ impl TableMeta {
 
 /// A column family as the engine keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FamilyMeta {
     /// Name.
     pub name: String,

@@ -71,7 +71,7 @@ impl DecodedBlock {
 
     /// Index of the first entry not less than `key` (`inclusive`) or greater
     /// than `key` (`!inclusive`): a binary search.
-    pub fn seek(&self, key: &InternalKey, inclusive: bool) -> usize {
+    pub(crate) fn seek(&self, key: &InternalKey, inclusive: bool) -> usize {
         let target = (&key.row[..], &key.qualifier[..], key.timestamp, key.seq, key.kind);
         let below = |i: usize| {
             self.entry(i).is_some_and(|e| {

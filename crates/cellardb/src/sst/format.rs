@@ -38,6 +38,7 @@ impl BlockCompression {
 /// Where a block is: offset of its stored bytes, their length (trailer
 /// excluded) and its length once decompressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct BlockHandle {
     /// File offset of the block's first byte.
     pub offset: u64,
@@ -70,6 +71,7 @@ impl BlockHandle {
 
 /// The fixed-size end of the file, pointing at the metadata blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct Footer {
     /// The index block.
     pub index: BlockHandle,

@@ -8,6 +8,7 @@ use crate::key::{EntryKind, InternalKey, MAX_ROW_KEY};
 
 /// One data block as the index sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct IndexEntry {
     /// The block's last key: every key in the block is at most this, every
     /// key of the next block is greater.

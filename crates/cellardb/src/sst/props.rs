@@ -10,6 +10,7 @@ use crate::coding::{Cursor, DecodeError, put_bytes, put_varint, put_zigzag, unzi
 
 /// What an SSTable holds. A file holds one column family of one table.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Properties {
     /// Column family name (as it was when the file was written).
     pub family: String,

@@ -265,6 +265,7 @@ impl SstReader {
 
 /// What [`SstReader::check`] found.
 #[derive(Debug, Default)]
+#[non_exhaustive]
 pub struct CheckReport {
     /// Data blocks that read and decoded.
     pub blocks: u64,

@@ -9,7 +9,7 @@
 //! (a row batch) is not the log's business.
 
 use super::RECORD_HEADER_LEN;
-use crate::coding::crc32;
+use crate::coding::{DecodeError, crc32};
 
 /// Appends one record to `buf`: `payload` writes the payload after the
 /// header, which is then filled in.
@@ -26,22 +26,24 @@ pub fn append_record(buf: &mut Vec<u8>, payload: impl FnOnce(&mut Vec<u8>)) {
     buf[start..start + 4].copy_from_slice(&header_crc.to_le_bytes());
 }
 
-/// Why the bytes at some offset are not an intact record.
-pub type Fault = &'static str;
-
 /// The payload of the intact record at `pos` of `data`, and the offset
 /// just past it.
-pub fn record_at(data: &[u8], pos: usize) -> Result<(&[u8], usize), Fault> {
-    let header = data.get(pos..pos + RECORD_HEADER_LEN).ok_or("record header cut short")?;
+///
+/// # Errors
+/// Why the bytes at `pos` are not an intact record, at offset `pos`.
+pub fn record_at(data: &[u8], pos: usize) -> Result<(&[u8], usize), DecodeError> {
+    let fault = |what: &'static str| DecodeError::new(pos as u64, what);
+    let header = data.get(pos..pos + RECORD_HEADER_LEN).ok_or_else(|| fault("record header cut short"))?;
     let field = |i: usize| u32::from_le_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]);
     if crc32(&[&header[4..12]]) != field(0) {
-        return Err("record header checksum mismatch");
+        return Err(fault("record header checksum mismatch"));
     }
     let start = pos + RECORD_HEADER_LEN;
-    let end = start + field(4) as usize;
-    let payload = data.get(start..end).ok_or("record runs past the end of the file")?;
+    let end = usize::try_from(field(4)).ok().and_then(|len| start.checked_add(len));
+    let payload =
+        end.and_then(|end| data.get(start..end)).ok_or_else(|| fault("record runs past the end of the file"))?;
     if crc32(&[payload]) != field(8) {
-        return Err("record payload checksum mismatch");
+        return Err(fault("record payload checksum mismatch"));
     }
-    Ok((payload, end))
+    Ok((payload, start + payload.len()))
 }

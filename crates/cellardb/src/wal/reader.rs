@@ -9,6 +9,7 @@ use crate::{Error, Result};
 
 /// A damaged tail that replay cut off.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TornTail {
     /// The log file.
     pub file: PathBuf,
@@ -22,6 +23,7 @@ pub struct TornTail {
 
 /// What replaying one file found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReplayStats {
     /// Intact records replayed.
     pub records: u64,
@@ -93,10 +95,11 @@ impl<'a> WalReader<'a> {
                 }
                 Err(fault) => {
                     if !tolerate_torn_tail {
-                        return Err(self.corruption(pos, fault));
+                        return Err(fault.in_file(self.path));
                     }
+                    let fault = fault.what;
                     let what = match self.next_intact_record(pos + 1) {
-                        None => fault.to_owned(),
+                        None => fault.into_owned(),
                         Some(intact) => {
                             let Some(sector) = self.unwritten_sector(pos, intact) else {
                                 let what = format!("{fault}, followed by an intact record at offset {intact}");

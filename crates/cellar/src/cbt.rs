@@ -36,9 +36,10 @@ pub fn ls(dir: &Path, table: Option<&str>, json: bool, out: &mut Out) -> Outcome
     let db = open(dir)?;
     let Some(table) = table else {
         for name in db.list_tables()? {
-            match json {
-                true => writeln!(out, "{}", json!({"table": name}))?,
-                false => writeln!(out, "{name}")?,
+            if json {
+                writeln!(out, "{}", json!({"table": name}))?;
+            } else {
+                writeln!(out, "{name}")?;
             }
         }
         return Ok(());
@@ -155,9 +156,10 @@ pub fn count(dir: &Path, table: &str, args: &[String], json: bool, out: &mut Out
         row?;
         rows += 1;
     }
-    match json {
-        true => writeln!(out, "{}", json!({"table": table, "rows": rows}))?,
-        false => writeln!(out, "{rows}")?,
+    if json {
+        writeln!(out, "{}", json!({"table": table, "rows": rows}))?;
+    } else {
+        writeln!(out, "{rows}")?;
     }
     Ok(())
 }

@@ -148,9 +148,8 @@ fn columns_filter(value: &str) -> Result<Filter, Failure> {
 fn column_filter(spec: &str) -> Result<Filter, Failure> {
     let parts: Vec<&str> = spec.split(':').collect();
     match parts[..] {
-        [qualifier] => Ok(Filter::column_qualifier_regex(qualifier)),
         [family, _] if spec.ends_with(':') => Ok(Filter::family_name_regex(family)),
-        ["", qualifier] => Ok(Filter::column_qualifier_regex(qualifier)),
+        [qualifier] | ["", qualifier] => Ok(Filter::column_qualifier_regex(qualifier)),
         [family, qualifier] => {
             Ok(Filter::chain([Filter::family_name_regex(family), Filter::column_qualifier_regex(qualifier)]))
         }
@@ -163,7 +162,7 @@ mod tests {
     use super::*;
 
     fn parse(args: &[&str]) -> Result<ReadArgs, String> {
-        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let args: Vec<String> = args.iter().map(ToString::to_string).collect();
         ReadArgs::parse(&args, READ_KEYS).map_err(|f| match f {
             Failure::Usage(m) => m,
             _ => panic!("not a usage failure"),

@@ -98,7 +98,7 @@ fn record_json(record: &Record) -> Value {
         Record::Family { table, family } => json!({
             "record": "family", "table": table, "name": family.name, "store": family.store,
             "gc_rule": family.gc_rule.to_string(),
-            "aggregate": family.aggregate.map(|a| a.name()),
+            "aggregate": family.aggregate.map(cellardb::Aggregate::name),
         }),
         Record::Sst(s) => json!({
             "record": "sst", "file": sst_file_name(s.file), "store": s.store, "level": s.level,

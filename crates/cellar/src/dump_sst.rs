@@ -16,6 +16,7 @@ use crate::{Failure, Out, Outcome};
 
 /// What to show of the file.
 #[derive(clap::Args)]
+#[allow(clippy::struct_excessive_bools, reason = "the command's flags")]
 pub struct Args {
     /// The SSTable (`NNNNNN.sst`).
     file: PathBuf,
@@ -151,7 +152,7 @@ fn summary(r: &SstReader, json: bool, out: &mut Out) -> Outcome {
         ("index", format!("{} entries, {} bytes at offset {}", r.index().len(), f.index.stored_len, f.index.offset)),
         ("bloom", format!("{} bits (k = 7) at offset {}", bloom_bits, f.bloom.offset)),
         ("properties", format!("{} bytes at offset {}", f.props.stored_len, f.props.offset)),
-        ("footer", format!("{} bytes at offset {}", SST_FOOTER_LEN, r.file_size() as usize - SST_FOOTER_LEN)),
+        ("footer", format!("{} bytes at offset {}", SST_FOOTER_LEN, r.file_size() - SST_FOOTER_LEN as u64)),
     ];
     for (name, value) in lines {
         writeln!(out, "{name:<11} {value}")?;

@@ -5,6 +5,8 @@
 //! as `cbt ls TABLE` configures it. Each is written from Go's documented
 //! behaviour and checked against the real `cbt` (`docs/tools.md`).
 
+use std::fmt::Write as _;
+
 /// `strconv.ParseBool`: `1 t T TRUE true True` and `0 f F FALSE false False`.
 ///
 /// # Errors
@@ -119,7 +121,9 @@ pub fn quote(bytes: &[u8]) -> String {
     out.push('"');
     for chunk in bytes.utf8_chunks() {
         chunk.valid().chars().for_each(|c| quote_char(c, &mut out));
-        chunk.invalid().iter().for_each(|b| out.push_str(&format!("\\x{b:02x}")));
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
+        }
     }
     out.push('"');
     out
@@ -139,10 +143,16 @@ fn quote_char(c: char, out: &mut String) {
         '\r' => out.push_str("\\r"),
         '\t' => out.push_str("\\t"),
         '\x0b' => out.push_str("\\v"),
-        '\0'..='\x1f' | '\x7f' => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+        '\0'..='\x1f' | '\x7f' => {
+            let _ = write!(out, "\\x{:02x}", u32::from(c));
+        }
         _ if is_print(c) => out.push(c),
-        _ if u32::from(c) < 0x10000 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-        _ => out.push_str(&format!("\\U{:08x}", u32::from(c))),
+        _ if u32::from(c) < 0x10000 => {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        }
+        _ => {
+            let _ = write!(out, "\\U{:08x}", u32::from(c));
+        }
     }
 }
 
@@ -209,7 +219,7 @@ mod tests {
             ok(s, n);
         }
         let bad = |s: &str, why: &str| {
-            assert_eq!(parse_int(s).unwrap_err(), format!("strconv.ParseInt: parsing {}: {why}", quote(s.as_bytes())))
+            assert_eq!(parse_int(s).unwrap_err(), format!("strconv.ParseInt: parsing {}: {why}", quote(s.as_bytes())));
         };
         for s in ["", "abc", "0x", "08", "1__0", "_1", "1_", "0b2", "1e3", " 1"] {
             bad(s, SYNTAX);
@@ -244,7 +254,7 @@ mod tests {
             ["u", "(versions() > 1 || age() > 2h)", "{}"],
             ["v", "versions() > 3", "{}"],
         ];
-        let lines: Vec<Vec<String>> = lines.iter().map(|l| l.iter().map(|c| c.to_string()).collect()).collect();
+        let lines: Vec<Vec<String>> = lines.iter().map(|l| l.iter().map(ToString::to_string).collect()).collect();
         let expected = "Family Name\tGC Policy\t\t\t\tValue Type\n-----------\t---------\t\t\t\t----------\n\
                         n\t\t\t\t\t\t\t{}\nu\t\t(versions() > 1 || age() > 2h)\t\t{}\nv\t\tversions() > 3\t\t\t\t{}\n";
         assert_eq!(tab_table(&lines), expected);

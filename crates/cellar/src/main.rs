@@ -192,7 +192,7 @@ fn main() -> ExitCode {
         }
     };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let result = run(cli, &mut out).and_then(|()| out.flush().map_err(Failure::from));
+    let result = run(&cli, &mut out).and_then(|()| out.flush().map_err(Failure::from));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
@@ -205,7 +205,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli, out: &mut Out) -> Outcome {
+fn run(cli: &Cli, out: &mut Out) -> Outcome {
     let db = || cli.db.clone().ok_or_else(|| Failure::Usage("this command needs --db DIR (or CELLAR_DB)".into()));
     match &cli.command {
         Command::Dump(Dump::Sst(args)) => dump_sst::run(args, out),

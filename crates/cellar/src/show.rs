@@ -5,6 +5,8 @@
 //! other byte as `\xNN`. The escaping is lossless, so an escaped key can be
 //! given back on the command line (`--from`, `start=`, ...) as shown.
 
+use std::fmt::Write as _;
+
 use cellardb::inspect::{EntryKind, EntryRef};
 use serde_json::{Value, json};
 
@@ -16,7 +18,9 @@ pub fn escape(bytes: &[u8]) -> String {
             b'\\' => out.push_str("\\\\"),
             b'"' => out.push_str("\\\""),
             0x20..=0x7e => out.push(b as char),
-            _ => out.push_str(&format!("\\x{b:02x}")),
+            _ => {
+                let _ = write!(out, "\\x{b:02x}");
+            }
         }
     }
     out
@@ -37,7 +41,7 @@ pub fn unescape(text: &str) -> Result<Vec<u8>, String> {
             continue;
         }
         match rest {
-            [b'\\', tail @ ..] | [b'"', tail @ ..] => {
+            [b'\\' | b'"', tail @ ..] => {
                 out.push(rest[0]);
                 rest = tail;
             }
@@ -55,28 +59,38 @@ pub fn unescape(text: &str) -> Result<Vec<u8>, String> {
 /// A timestamp in µs since the epoch as ISO 8601 UTC: milliseconds, or
 /// microseconds when it has any.
 pub fn iso_time(micros: i64) -> String {
-    let (y, m, d, h, min, s, sub) = civil(micros);
-    if sub % 1000 == 0 {
-        format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{:03}Z", sub / 1000)
-    } else {
-        format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{sub:06}Z")
-    }
+    let Civil { date: (year, month, day), hour, minute, second, micros } = Civil::of(micros);
+    let time = format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}");
+    if micros % 1000 == 0 { format!("{time}.{:03}Z", micros / 1000) } else { format!("{time}.{micros:06}Z") }
 }
 
 /// A timestamp in µs since the epoch as `cbt read` prints it (Go's layout
 /// `2006/01/02-15:04:05.000000`), in UTC where `cbt` uses the local zone.
 pub fn cbt_time(micros: i64) -> String {
-    let (y, m, d, h, min, s, sub) = civil(micros);
-    format!("{y:04}/{m:02}/{d:02}-{h:02}:{min:02}:{s:02}.{sub:06}")
+    let Civil { date: (year, month, day), hour, minute, second, micros } = Civil::of(micros);
+    format!("{year:04}/{month:02}/{day:02}-{hour:02}:{minute:02}:{second:02}.{micros:06}")
 }
 
-/// Year, month, day, hour, minute, second and microseconds of `micros`, UTC.
-fn civil(micros: i64) -> (i64, u32, u32, i64, i64, i64, i64) {
-    let days = micros.div_euclid(86_400_000_000);
-    let of_day = micros.rem_euclid(86_400_000_000);
-    let (y, m, d) = cellardb_lab::workload::civil_from_days(days);
-    let (secs, sub) = (of_day / 1_000_000, of_day % 1_000_000);
-    (y, m, d, secs / 3600, secs / 60 % 60, secs % 60, sub)
+/// An instant in UTC, by the calendar.
+struct Civil {
+    /// Year, month (1–12), day (1–31).
+    date: (i64, u32, u32),
+    hour: i64,
+    minute: i64,
+    second: i64,
+    /// Microseconds into the second.
+    micros: i64,
+}
+
+impl Civil {
+    /// The instant `micros` µs after the epoch.
+    fn of(micros: i64) -> Civil {
+        let days = micros.div_euclid(86_400_000_000);
+        let of_day = micros.rem_euclid(86_400_000_000);
+        let date = cellardb_lab::workload::civil_from_days(days);
+        let secs = of_day / 1_000_000;
+        Civil { date, hour: secs / 3600, minute: secs / 60 % 60, second: secs % 60, micros: of_day % 1_000_000 }
+    }
 }
 
 /// The name of an entry kind, as `--json` gives it.

@@ -187,10 +187,11 @@ fn verify_names_the_offset_of_a_flipped_byte() {
     assert!(ok(&["dump", "sst", sst, "--verify"]).starts_with("verified "));
     let blocks = json_lines(&ok(&["dump", "sst", sst, "--blocks", "--json"]));
     assert!(blocks.len() >= 4, "the test needs a file of several blocks");
-    let (second, fourth) = (blocks[1]["offset"].as_u64().unwrap(), blocks[3]["offset"].as_u64().unwrap());
+    let offset = |block: &serde_json::Value| usize::try_from(block["offset"].as_u64().unwrap()).unwrap();
+    let (second, fourth) = (offset(&blocks[1]), offset(&blocks[3]));
     let mut bytes = std::fs::read(path).unwrap();
-    bytes[second as usize + 10] ^= 0x01;
-    bytes[fourth as usize + 3] ^= 0x80;
+    bytes[second + 10] ^= 0x01;
+    bytes[fourth + 3] ^= 0x80;
     std::fs::write(path, &bytes).unwrap();
 
     let o = cellar(&["dump", "sst", sst, "--verify"]);
@@ -293,12 +294,12 @@ fn wal_dump_shows_every_record_and_reports_a_torn_tail() {
     let records = json_lines(&ok(&["dump", "wal", path, "--json"]));
     let last = records.last().unwrap();
     assert_eq!((last["record"].as_str(), last["records"].as_u64()), (Some("end"), Some(11)));
-    let end = last["offset"].as_u64().unwrap();
+    let end = usize::try_from(last["offset"].as_u64().unwrap()).unwrap();
 
     // Cut the last record short: a torn tail, reported, not an error.
     let bytes = std::fs::read(&log).unwrap();
     let last_record = records[records.len() - 2]["offset"].as_u64().unwrap();
-    std::fs::write(&log, &bytes[..(end as usize - 3)]).unwrap();
+    std::fs::write(&log, &bytes[..end - 3]).unwrap();
     let o = cellar(&["dump", "wal", path]);
     assert!(o.status.success(), "{}", stderr(&o));
     let tail = stdout(&o).lines().last().unwrap().to_owned();
@@ -307,7 +308,7 @@ fn wal_dump_shows_every_record_and_reports_a_torn_tail() {
 
     // Damage in the middle, with intact records after it, is corruption.
     let mut bytes = bytes;
-    bytes[records[2]["offset"].as_u64().unwrap() as usize + 20] ^= 0x10;
+    bytes[usize::try_from(records[2]["offset"].as_u64().unwrap()).unwrap() + 20] ^= 0x10;
     std::fs::write(&log, &bytes).unwrap();
     let err = fails(&["dump", "wal", path], CORRUPT);
     assert!(err.contains(path), "{err}");

@@ -21,6 +21,7 @@
 //! pipe to `head` and `tail`. A block shows each command's standard output,
 //! then its standard error, then `(exit code N)` if it failed.
 
+use std::fmt::Write as _;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -70,17 +71,14 @@ fn tools_md_shows_what_cellar_prints() {
 
 /// Where the fixtures go: a temporary directory, or `CELLAR_DOCS_DIR`.
 fn fixtures_dir() -> (Option<tempfile::TempDir>, PathBuf) {
-    match std::env::var_os("CELLAR_DOCS_DIR") {
-        Some(dir) => {
-            let dir = PathBuf::from(dir);
-            std::fs::create_dir(&dir).expect("CELLAR_DOCS_DIR must name a directory that does not exist yet");
-            (None, dir)
-        }
-        None => {
-            let temp = tempfile::tempdir().unwrap();
-            let root = temp.path().to_path_buf();
-            (Some(temp), root)
-        }
+    if let Some(dir) = std::env::var_os("CELLAR_DOCS_DIR") {
+        let dir = PathBuf::from(dir);
+        std::fs::create_dir(&dir).expect("CELLAR_DOCS_DIR must name a directory that does not exist yet");
+        (None, dir)
+    } else {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().to_path_buf();
+        (Some(temp), root)
     }
 }
 
@@ -192,7 +190,7 @@ fn run(command: &str, root: &Path) -> String {
         .expect("run sh");
     let mut text = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
     if !o.status.success() {
-        text += &format!("(exit code {})\n", o.status.code().unwrap_or(-1));
+        let _ = writeln!(text, "(exit code {})", o.status.code().unwrap_or(-1));
     }
     text.lines().map(|line| mask(command, line) + "\n").collect()
 }
@@ -223,13 +221,13 @@ fn diff(old: &str, new: &str) -> String {
     let (mut i, mut j, mut out) = (0, 0, String::new());
     while i < a.len() || j < b.len() {
         if i < a.len() && j < b.len() && a[i] == b[j] {
-            out += &format!("  {}\n", a[i]);
+            let _ = writeln!(out, "  {}", a[i]);
             (i, j) = (i + 1, j + 1);
         } else if i < a.len() && (j == b.len() || common[i + 1][j] >= common[i][j + 1]) {
-            out += &format!("- {}\n", a[i]);
+            let _ = writeln!(out, "- {}", a[i]);
             i += 1;
         } else {
-            out += &format!("+ {}\n", b[j]);
+            let _ = writeln!(out, "+ {}", b[j]);
             j += 1;
         }
     }

@@ -4,8 +4,8 @@
 //! (the log written to the OS on every write, no fsync), flushed at the end.
 //!
 //! ```text
-//! cargo bench --bench ingest                       # cellardb
-//! cargo bench --bench ingest --features rocksdb    # and RocksDB, same run
+//! cargo bench -p cellardb-lab --bench ingest                       # cellardb
+//! cargo bench -p cellardb-lab --bench ingest --features rocksdb    # and RocksDB, same run
 //! ```
 //!
 //! Throughput is in cells; before timing each pattern the bench prints the

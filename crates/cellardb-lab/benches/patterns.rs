@@ -3,8 +3,8 @@
 //! preloaded, flushed and fully compacted.
 //!
 //! ```text
-//! cargo bench --bench patterns                    # every pattern and query
-//! cargo bench --bench patterns -- metric-hour     # one query, every pattern
+//! cargo bench -p cellardb-lab --bench patterns                    # every pattern and query
+//! cargo bench -p cellardb-lab --bench patterns -- metric-hour     # one query, every pattern
 //! ```
 //!
 //! Throughput is in cells: cells written for ingest, cells the query read

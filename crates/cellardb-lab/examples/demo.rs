@@ -7,7 +7,7 @@
 //! standard Bigtable key; see `cellardb_lab::baseline`).
 //!
 //! ```text
-//! cargo run --release --example demo [-- [BALLOONS DAYS] [--sync] [--strategy leveled|time-window|both]]
+//! cargo run --release -p cellardb-lab --example demo [-- [BALLOONS DAYS] [--sync] [--strategy leveled|time-window|both]]
 //! ```
 //! Defaults: 10 balloons × 1 day, buffered durability, leveled compaction.
 //!

@@ -2,7 +2,7 @@
 //! schema pattern, so that `cellar` has something to look at
 //! (`docs/tools.md`).
 //!
-//! `cargo run --release --example load -- DIR [BALLOONS DAYS] [--compact | --crash]`
+//! `cargo run --release -p cellardb-lab --example load -- DIR [BALLOONS DAYS] [--compact | --crash]`
 //!
 //! `--compact` runs a full compaction of each table; `--crash` exits after
 //! the writes without flushing or closing, as a killed process would, so the

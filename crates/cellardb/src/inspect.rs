@@ -1,5 +1,5 @@
 //! Reading cellardb's files one at a time, without opening a database: the
-//! one surface for tools (`cellar dump`, `cellar verify`), fuzzers and
+//! one surface for tools (`cellar dump` and its `--verify`), fuzzers and
 //! tests, as LevelDB keeps `DumpFile` in its library.
 //!
 //! Each reader takes a file's path and its bytes (read or mapped by the

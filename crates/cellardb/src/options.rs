@@ -180,8 +180,10 @@ impl Options {
     /// `Error::ReadOnly`; no background thread runs.
     ///
     /// # Errors
-    /// `Error::Io` (kind `NotFound`) if `path` holds no manifest,
-    /// `Error::Corruption` if the manifest, a log or a table fails its checks.
+    /// `Error::NotFound` if `path` holds no manifest (it is not a database,
+    /// and a read-only open creates none), `Error::Corruption` if the
+    /// manifest, a log or a table fails its checks, `Error::Io` on I/O
+    /// failure.
     pub fn open_read_only(self, path: impl AsRef<Path>) -> Result<Db> {
         Db::open_read_only_with(path.as_ref(), self)
     }

@@ -3,7 +3,7 @@
 //! The model, close to what ext4 and XFS promise: a file's bytes survive a
 //! crash up to its last `sync_data`; a name (creation, rename, removal)
 //! survives only once its directory was synced after the change. Everything
-//! else is lost by [`MemFs::crash`].
+//! else is lost by [`MemFs::crash_copy`].
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;

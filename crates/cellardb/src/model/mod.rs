@@ -1,5 +1,7 @@
-//! Bigtable's rules, in one pure home: nothing here touches a file, a lock
-//! or the clock (the time of a read or write is passed in).
+//! Bigtable's rules, in one pure home: nothing here touches a file or a
+//! lock, and no rule reads the clock (the time of a read or write is passed
+//! in). The one clock here is [`Timestamp::now`], which the API offers to
+//! applications and `db/` calls to stamp a write or a read.
 //!
 //! - the data model: [`cell`] (timestamps, time ranges), [`row`], [`schema`],
 //!   [`gc_rule`], [`aggregate`] families;

@@ -143,6 +143,9 @@ pub struct EntryRef<'a> {
 }
 
 /// Orders two keys given as parts, as [`InternalKey`]'s `Ord` does.
+/// Inlined: it is the memtable's and the merge's inner loop (without it,
+/// ingest into wide rows ran at half speed).
+#[inline]
 pub(crate) fn compare_parts(
     a: (&[u8], &[u8], i64, u64, EntryKind),
     b: (&[u8], &[u8], i64, u64, EntryKind),
@@ -154,6 +157,7 @@ pub(crate) fn compare_parts(
 
 impl EntryRef<'_> {
     /// Orders the entry's key against `key`.
+    #[inline]
     pub(crate) fn cmp_internal(&self, key: &InternalKey) -> Ordering {
         compare_parts(self.parts(), (&key.row, &key.qualifier, key.timestamp, key.seq, key.kind))
     }
@@ -163,6 +167,7 @@ impl EntryRef<'_> {
     }
 
     /// Orders by key, as [`InternalKey`] does.
+    #[inline]
     pub(crate) fn cmp_key(&self, other: &EntryRef<'_>) -> Ordering {
         compare_parts(self.parts(), other.parts())
     }

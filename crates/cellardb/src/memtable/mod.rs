@@ -92,6 +92,7 @@ struct RowKey {
 }
 
 impl Ord for RowKey {
+    #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
         self.store.cmp(&other.store).then_with(|| self.row.as_slice().cmp(other.row.as_slice()))
     }
@@ -127,6 +128,7 @@ impl CellKey {
 }
 
 impl Ord for CellKey {
+    #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
         compare_parts(
             (&[], self.qualifier.as_slice(), self.timestamp, self.seq, self.kind),

@@ -21,13 +21,16 @@ fn family_stats(db: &Db, family: &str) -> cellardb::FamilyStats {
 }
 
 /// Writes versions of a few columns at explicit timestamps, spread over
-/// several flushed files, with deletes in between.
+/// several flushed files, with deletes in between. Versions are whole hours
+/// apart plus half an hour, so no cell's age crosses a rule's whole-hour
+/// `max_age` while the test runs (a cell 2 h − 19 ms old did, in a fast
+/// release build, between the reads before and after compaction).
 fn write_history(db: &Db, t: &cellardb::Table, family: &str) {
     let n = now() / 1000 * 1000;
     for row in 0..20 {
         let key = format!("row{row:02}");
         for v in 0..6i64 {
-            let ts = n - (6 - v) * HOUR + i64::from(row) * 1000;
+            let ts = n - (6 - v) * HOUR - HOUR / 2 + i64::from(row) * 1000;
             t.mutate_row(
                 &key,
                 [
@@ -38,11 +41,12 @@ fn write_history(db: &Db, t: &cellardb::Table, family: &str) {
             .unwrap();
         }
         if row % 3 == 0 {
-            t.mutate_row(&key, [Mutation::delete_from_column(family, "a", TimeRange::since(n - HOUR))]).unwrap();
+            t.mutate_row(&key, [Mutation::delete_from_column(family, "a", TimeRange::since(n - HOUR - HOUR / 2))])
+                .unwrap();
         }
         if row % 7 == 0 {
             t.mutate_row(&key, [Mutation::delete_from_family(family)]).unwrap();
-            t.mutate_row(&key, [Mutation::set_cell(family, "c", n - 3 * HOUR, "after")]).unwrap();
+            t.mutate_row(&key, [Mutation::set_cell(family, "c", n - 3 * HOUR - HOUR / 2, "after")]).unwrap();
         }
         if row % 5 == 4 {
             db.flush().unwrap();

@@ -164,7 +164,8 @@ impl Db {
     /// Freezes the memtable and waits until every frozen memtable is in SSTables.
     ///
     /// # Errors
-    /// `Error::Closed` after close; the background error if a flush failed.
+    /// `Error::Closed` after close; `Error::Poisoned` if a flush failed
+    /// (its source is the first failure), now or before.
     pub fn flush(&self) -> Result<()> {
         self.core().flush()
     }

@@ -24,7 +24,8 @@ fn open(dir: &Path) -> Result<Db, Failure> {
         return Err(Failure::NotFound(format!("no database directory {}", dir.display())));
     }
     Db::open_read_only(dir).map_err(|e| match e {
-        cellardb::Error::NotFound { .. } if !dir.join("MANIFEST").exists() => {
+        // The engine's answer for a directory without a manifest.
+        cellardb::Error::NotFound { kind: "cellardb database", .. } => {
             Failure::NotFound(format!("{} is not a cellardb database (no MANIFEST)", dir.display()))
         }
         e => Failure::from(e),

@@ -256,6 +256,20 @@ mod tests {
         }
     }
 
+    /// Only compaction writes counted-out cells, and only to SSTables: a
+    /// log record holding one is damaged.
+    #[test]
+    fn a_counted_out_cell_in_a_log_record_is_refused_where_it_stands() {
+        let mutations = [Mutation::set_cell("a", "q", 1000, "x")];
+        let mut buf = Vec::new();
+        resolve(&table(), b"row", &mutations, Timestamp::from_millis(3)).unwrap().encode(&mut buf);
+        let kind_at = 8 + 1 + 3 + 1; // first sequence, row length, "row", entry count
+        assert_eq!(buf[kind_at], EntryKind::Put as u8);
+        buf[kind_at] = EntryKind::PutCountedOut as u8;
+        let err = RowBatch::decode(&buf).unwrap_err();
+        assert_eq!((err.offset, &*err.what), (kind_at as u64, "entry kind"));
+    }
+
     #[test]
     fn undeclared_families_and_misfit_writes_are_refused() {
         let t = table();

@@ -23,7 +23,7 @@ use rocksdb::{
     BlockBasedOptions, DB, DBCompressionType, DBRawIterator, IteratorMode, ReadOptions, WriteBatch, WriteOptions,
 };
 
-use cellardb::{Cell, Column, Durability, Error, Family, Mutation, Result, Row};
+use cellardb::{Cell, Column, Durability, Error, Family, Mutation, Result, Row, Timestamp};
 
 mod run;
 
@@ -321,7 +321,7 @@ fn read_at(it: &mut DBRawIterator<'_>, row: &[u8], select: &CellSelection<'_>) -
             &mut found,
             family,
             qualifier,
-            Cell { timestamp, value: Bytes::copy_from_slice(value), labels: vec![] },
+            Cell { timestamp: Timestamp::from_micros(timestamp), value: Bytes::copy_from_slice(value), labels: vec![] },
         );
         if select.newest_per_column {
             let next = column_end(key);

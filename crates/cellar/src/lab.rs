@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use cellardb::{Compression, Durability, Options};
 use cellardb_lab::workload::{SchemaPattern, Workload};
-use cellardb_lab::{self as lab, LabConfig, PatternReport, Progress};
+use cellardb_lab::{self as lab, Engine, LabConfig, PatternReport, Progress};
 
 use crate::{Failure, Out, Outcome};
 
@@ -36,6 +36,10 @@ pub struct Args {
     /// Seed of the query parameters.
     #[arg(long, default_value_t = 7)]
     seed: u64,
+    /// Rounds: every pattern loaded and measured again on every engine,
+    /// engines interleaved; figures are medians with their range.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
     /// Where the report goes: report.md, report.csv and the charts.
     #[arg(long, default_value = "lab-report")]
     out: PathBuf,
@@ -78,6 +82,9 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
     if args.balloons == 0 || args.days == 0 || args.balloons > 9000 {
         return Err(Failure::Usage("--balloons must be 1 to 9000 and --days at least 1".into()));
     }
+    if args.rounds == 0 {
+        return Err(Failure::Usage("--rounds must be at least 1".into()));
+    }
     let patterns = if args.patterns.is_empty() { SchemaPattern::ALL.to_vec() } else { args.patterns.clone() };
     let dir = args.dir.clone().unwrap_or_else(|| args.out.join("db"));
     for d in [&args.out, &dir] {
@@ -91,17 +98,17 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
         dir: dir.clone(),
         samples: args.samples,
         seed: args.seed,
+        rounds: args.rounds,
     };
     let machine = lab::machine::describe(&dir);
     let mut progress = progress_printer();
-    let mut reports: Vec<PatternReport> = Vec::new();
-    for &pattern in &patterns {
-        reports.push(lab::run_pattern(&config, pattern, &mut progress)?);
-        #[cfg(feature = "rocksdb")]
-        if args.rocksdb {
-            reports.push(lab::baseline::run_pattern(&config, pattern, &mut progress)?);
-        }
+    #[allow(unused_mut, reason = "RocksDB joins only with the rocksdb feature")]
+    let mut engines = vec![Engine::Cellardb];
+    #[cfg(feature = "rocksdb")]
+    if args.rocksdb {
+        engines.push(Engine::Rocksdb);
     }
+    let reports = lab::run_rounds(&config, &patterns, &engines, &mut progress)?;
     eprintln!();
     let _ = std::fs::remove_dir(&dir);
     write_report(&args.out, &reports, &config, &machine)?;

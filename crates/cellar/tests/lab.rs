@@ -17,6 +17,8 @@ fn cellar_lab_writes_the_report_files() {
             "2",
             "--patterns",
             "bucket-new-cell,bucket-serialized",
+            "--rounds",
+            "2",
         ])
         .arg("--out")
         .arg(out.path().join("report"))
@@ -31,10 +33,13 @@ fn cellar_lab_writes_the_report_files() {
     let csv = std::fs::read_to_string(report.join("report.csv")).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines[0].split(',').collect::<Vec<_>>(), cellardb_lab::report::csv_columns());
-    assert_eq!(lines.len(), 3, "a header and a line per pattern: {csv}");
+    assert_eq!(lines.len(), 5, "a header and a line per round and pattern: {csv}");
     for file in ["report.md", "bytes_per_measurement.svg", "ingest.svg", "query_latency.svg"] {
         assert!(report.join(file).exists(), "{file}");
     }
     let bad = Command::new(env!("CARGO_BIN_EXE_cellar")).args(["lab", "--patterns", "wide-and-tall"]).output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
+    let no_rounds = Command::new(env!("CARGO_BIN_EXE_cellar")).args(["lab", "--rounds", "0"]).output().unwrap();
+    assert_eq!(no_rounds.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&no_rounds.stderr).contains("--rounds"));
 }

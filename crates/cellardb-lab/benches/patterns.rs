@@ -19,8 +19,8 @@
 use std::hint::black_box;
 
 use cellardb::{Db, GcRule, Mutation, Options, Table};
+use cellardb_lab::Query;
 use cellardb_lab::workload::{SchemaPattern, SplitMix64, Workload};
-use cellardb_lab::{Query, QueryKind};
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 
 /// The scale: small when criterion runs each benchmark once as a test.
@@ -91,23 +91,24 @@ fn queries(c: &mut Criterion) {
         }
         let mut group = c.benchmark_group(format!("query/{}", pattern.name()));
         group.sample_size(10);
-        for kind in QueryKind::ALL {
+        for (kind, form) in cellardb_lab::report::measured() {
             let mut random = SplitMix64(7);
             let sample: Vec<Query> = (0..64).map(|_| kind.sample(&w, random.next_u64())).collect();
             // Reopened for each query: the first run meets a cold cache.
             let db = Options::default().open(dir.path()).expect("reopen");
             let t = db.table("balloons").expect("table");
             let decoded = || db.stats().expect("stats").tables[0].families[0].blocks_decoded;
-            sample[0].run(pattern, &w, &t).expect("query");
-            eprintln!("{}/{}: {} blocks decoded by a cold run", pattern.name(), kind.name(), decoded());
+            let name = format!("{}/{}", kind.name(), form.name());
+            sample[0].run(pattern, &w, form, &t).expect("query");
+            eprintln!("{}/{name}: {} blocks decoded by a cold run", pattern.name(), decoded());
             // The cells one query reads, on average, for cells/s.
-            let cells: u64 = sample.iter().map(|q| q.run(pattern, &w, &t).expect("query").cells_read).sum();
+            let cells: u64 = sample.iter().map(|q| q.run(pattern, &w, form, &t).expect("query").cells_read).sum();
             group.throughput(Throughput::Elements((cells / sample.len() as u64).max(1)));
             let mut next = sample.iter().cycle();
-            group.bench_function(kind.name(), |b| {
+            group.bench_function(name, |b| {
                 b.iter(|| {
                     let q = next.next().expect("cycle");
-                    black_box(q.run(pattern, &w, &t).expect("query"))
+                    black_box(q.run(pattern, &w, form, &t).expect("query"))
                 });
             });
         }

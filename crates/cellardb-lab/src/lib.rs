@@ -5,10 +5,12 @@
 //!
 //! - [`workload`]: the weather-balloon data set, exact to the byte
 //!   (`docs/workload.md`), and the schema patterns that write it.
-//! - [`queries`]: the four queries of the workload, planned per pattern and
-//!   checked against the generator.
+//! - [`queries`]: the five queries of the workload, planned per pattern in
+//!   the form a user writes first and in the tuned form, and checked
+//!   against the generator.
 //! - [`run_pattern`]: loads the workload in one pattern, flushes and fully
-//!   compacts it, measures ingest, bytes and each query.
+//!   compacts it, measures ingest, bytes and each query;
+//!   [`run_rounds`] repeats that for each engine, interleaved.
 //! - [`report`]: what a report states, as markdown, CSV and SVG charts
 //!   ([`svg`]), with the machine it ran on ([`machine`]).
 //! - `baseline` (feature `rocksdb`): RocksDB holding the same cells under
@@ -27,5 +29,5 @@ mod run;
 pub mod svg;
 pub mod workload;
 
-pub use queries::{Answer, Measurement, Query, QueryKind};
-pub use run::{LabConfig, PatternReport, Progress, QueryReport, run_pattern};
+pub use queries::{Answer, CellCollector, CellRef, Form, Measurement, Plan, Query, QueryKind};
+pub use run::{Engine, LabConfig, PatternReport, Progress, QueryReport, run_pattern, run_rounds};

@@ -1,14 +1,26 @@
-//! The four queries of `workload.md`, written for each schema pattern the
-//! way Bigtable's time-series guide recommends: the row key, a prefix or a
-//! range first; a filter only where the key cannot serve; and decoding on
-//! the client where the server cannot see inside a serialized event.
+//! The queries of `docs/workload.md`, written for each schema pattern in
+//! two forms:
 //!
-//! Every query answers in one currency, [`Measurement`]s, so that its
-//! result can be checked against the generator ([`Query::expected`]) and
-//! compared across patterns.
+//! - **natural**: what a Bigtable user writes first, knowing the row key
+//!   design but not its tricks: the newest event as the balloon's prefix
+//!   read backwards, one row, the newest cell of each column; the fleet at
+//!   one minute as one read per balloon with a timestamp range;
+//! - **tuned**: what Bigtable's time-series guide leads to: the row key, a
+//!   key range or a list of keys first; a filter only where the key cannot
+//!   serve; decoding on the client where the server cannot see inside a
+//!   serialized event.
+//!
+//! The forms differ where the guide's advice changes the read (`latest`,
+//! `fleet-minute`); elsewhere both are the one read the key design allows.
+//! `fleet-scan`, the fleet at one minute as one scan of the whole table
+//! with a timestamp filter, has one form.
+//!
+//! A query is planned as one or more [`Plan`]s, each one read; an engine
+//! hands the cells it returns to a sink ([`CellRef`]), and the cells give
+//! [`Measurement`]s, checked against the generator ([`Query::expected`]).
 
 use crate::workload::{Event, METRICS, START_MICROS, SchemaPattern, Workload, decode_blob, metric_text};
-use cellardb::{Error, Filter, Result, Row, RowRange, RowSet, Table, TimeRange};
+use cellardb::{Error, Filter, Result, RowRange, RowSet, Table, TimeRange};
 
 const MINUTE_MICROS: i64 = 60_000_000;
 const MINUTES_PER_WEEK: u32 = 7 * 1440;
@@ -22,14 +34,21 @@ pub enum QueryKind {
     MetricHour,
     /// The newest event of one balloon.
     Latest,
-    /// All balloons' measurements for one minute.
+    /// All balloons' measurements for one minute, balloon by balloon.
     FleetMinute,
+    /// All balloons' measurements for one minute, in one scan of the table.
+    FleetScan,
 }
 
 impl QueryKind {
-    /// The four, in `workload.md`'s order.
-    pub const ALL: [QueryKind; 4] =
-        [QueryKind::BalloonWeek, QueryKind::MetricHour, QueryKind::Latest, QueryKind::FleetMinute];
+    /// The five, in `workload.md`'s order.
+    pub const ALL: [QueryKind; 5] = [
+        QueryKind::BalloonWeek,
+        QueryKind::MetricHour,
+        QueryKind::Latest,
+        QueryKind::FleetMinute,
+        QueryKind::FleetScan,
+    ];
 
     /// The query's name in `workload.md`.
     pub fn name(self) -> &'static str {
@@ -38,7 +57,22 @@ impl QueryKind {
             QueryKind::MetricHour => "metric-hour",
             QueryKind::Latest => "latest",
             QueryKind::FleetMinute => "fleet-minute",
+            QueryKind::FleetScan => "fleet-scan",
         }
+    }
+
+    /// The forms the query is measured in: both, or only `Natural` where
+    /// there is one way to ask.
+    pub fn forms(self) -> &'static [Form] {
+        match self {
+            QueryKind::FleetScan => &[Form::Natural],
+            _ => &[Form::Natural, Form::Tuned],
+        }
+    }
+
+    /// Whether the query reads every balloon (and so runs a twentieth as often).
+    pub fn is_fleet(self) -> bool {
+        matches!(self, QueryKind::FleetMinute | QueryKind::FleetScan)
     }
 
     /// The query of this kind drawn from `random`, a uniform 64-bit number,
@@ -57,6 +91,26 @@ impl QueryKind {
             }
             QueryKind::Latest => Query::Latest { balloon },
             QueryKind::FleetMinute => Query::FleetMinute { minute: pick(w.minutes()) },
+            QueryKind::FleetScan => Query::FleetScan { minute: pick(w.minutes()) },
+        }
+    }
+}
+
+/// How a query is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Form {
+    /// What a Bigtable user writes first.
+    Natural,
+    /// What the time-series guide's advice leads to.
+    Tuned,
+}
+
+impl Form {
+    /// `natural` or `tuned`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Form::Natural => "natural",
+            Form::Tuned => "tuned",
         }
     }
 }
@@ -86,8 +140,13 @@ pub enum Query {
         /// Balloon number.
         balloon: u32,
     },
-    /// Every balloon's measurements at minute `minute`.
+    /// Every balloon's measurements at minute `minute`, balloon by balloon.
     FleetMinute {
+        /// Minute since the start.
+        minute: u32,
+    },
+    /// Every balloon's measurements at minute `minute`, in one scan.
+    FleetScan {
         /// Minute since the start.
         minute: u32,
     },
@@ -123,6 +182,7 @@ impl Query {
             Query::MetricHour { .. } => QueryKind::MetricHour,
             Query::Latest { .. } => QueryKind::Latest,
             Query::FleetMinute { .. } => QueryKind::FleetMinute,
+            Query::FleetScan { .. } => QueryKind::FleetScan,
         }
     }
 
@@ -137,7 +197,7 @@ impl Query {
             }
             Query::MetricHour { metric, hour, .. } => (hour * 60, (hour * 60 + 60).min(end), vec![metric]),
             Query::Latest { .. } => (end.saturating_sub(1), end, all()),
-            Query::FleetMinute { minute } => (minute, minute + 1, all()),
+            Query::FleetMinute { minute } | Query::FleetScan { minute } => (minute, minute + 1, all()),
         }
     }
 
@@ -147,7 +207,7 @@ impl Query {
             Query::BalloonWeek { balloon, .. } | Query::MetricHour { balloon, .. } | Query::Latest { balloon } => {
                 balloon..(balloon + 1).min(w.balloons)
             }
-            Query::FleetMinute { .. } => 0..w.balloons,
+            Query::FleetMinute { .. } | Query::FleetScan { .. } => 0..w.balloons,
         }
     }
 
@@ -169,31 +229,133 @@ impl Query {
         out
     }
 
-    /// Runs the query on `table`, which holds `pattern`'s rows of `w`.
+    /// Runs the query in `form` on `table`, which holds `pattern`'s rows of
+    /// `w`, through cellardb's public read API.
     ///
     /// # Errors
     /// The read's errors; `Error::InvalidArgument` for rows that do not
     /// decode as `pattern`'s (the table holds another pattern).
-    pub fn run(&self, pattern: SchemaPattern, w: &Workload, table: &Table) -> Result<Answer> {
-        let plan = self.plan(pattern, w);
-        let mut rows = table.read_rows(plan.row_set(), &plan.filter());
-        if plan.last_row_only {
-            rows = rows.reversed().limit(1);
+    pub fn run(&self, pattern: SchemaPattern, w: &Workload, form: Form, table: &Table) -> Result<Answer> {
+        let mut cells = CellCollector::default();
+        for plan in self.plans(pattern, w, form) {
+            read_cellardb(table, &plan, &mut |c| cells.push(c))?;
         }
-        let rows = rows.collect_rows()?;
-        plan.answer(pattern, &rows)
+        self.answer(pattern, w, form, &cells)
     }
 
-    /// How `pattern`'s key design serves the query over workload `w`.
-    pub(crate) fn plan(&self, pattern: SchemaPattern, w: &Workload) -> Plan {
+    /// How `pattern`'s key design serves the query in `form` over workload
+    /// `w`: one read per plan.
+    pub fn plans(&self, pattern: SchemaPattern, w: &Workload, form: Form) -> Vec<Plan> {
         let (start, end, metrics) = self.span(w);
-        Plan::of(self, pattern, start, end, &metrics)
+        Plan::of(self, pattern, form, start, end, &metrics, w.balloons)
+    }
+
+    /// The answer `cells` give, read with `self.plans(pattern, w, form)`.
+    ///
+    /// # Errors
+    /// `Error::InvalidArgument` for cells that do not decode as `pattern`'s.
+    pub fn answer(&self, pattern: SchemaPattern, w: &Workload, form: Form, cells: &CellCollector) -> Result<Answer> {
+        let (start, end, metrics) = self.span(w);
+        let newest_only = self.plans(pattern, w, form).iter().any(|p| p.newest_only);
+        let mut measurements = Vec::new();
+        for (row, row_cells) in cells.rows() {
+            decode_row(pattern, row, &row_cells, newest_only, &mut measurements)?;
+        }
+        measurements.retain(|m| (start..end).contains(&m.minute) && metrics.contains(&m.metric));
+        measurements.sort();
+        Ok(Answer { measurements, cells_read: cells.cells.len() as u64 })
+    }
+}
+
+/// Reads `plan` on `table` with cellardb's public API, handing each cell
+/// to `sink` in the order the rows come.
+///
+/// # Errors
+/// The read's errors.
+pub fn read_cellardb(table: &Table, plan: &Plan, sink: &mut dyn FnMut(CellRef<'_>)) -> Result<()> {
+    let mut rows = table.read_rows(plan.row_set(), &plan.filter());
+    if plan.last_row_only {
+        rows = rows.reversed().limit(1);
+    }
+    for row in rows {
+        let row = row?;
+        for (_, qualifier, cell) in row.cells() {
+            sink(CellRef { row: &row.key, qualifier, timestamp: cell.timestamp.micros(), value: &cell.value });
+        }
+    }
+    Ok(())
+}
+
+/// One cell as an engine hands it to the lab, borrowed.
+#[derive(Debug, Clone, Copy)]
+pub struct CellRef<'a> {
+    /// Row key.
+    pub row: &'a [u8],
+    /// Column qualifier (every pattern has one family).
+    pub qualifier: &'a [u8],
+    /// Timestamp, µs.
+    pub timestamp: i64,
+    /// Value.
+    pub value: &'a [u8],
+}
+
+/// Cells copied out of a read, to be checked once the timing is done.
+#[derive(Debug, Default)]
+pub struct CellCollector {
+    bytes: Vec<u8>,
+    /// Per cell: where its row, qualifier and value end in `bytes`, and its timestamp.
+    cells: Vec<(usize, usize, usize, i64)>,
+}
+
+impl CellCollector {
+    /// Copies `c`.
+    pub fn push(&mut self, c: CellRef<'_>) {
+        for part in [c.row, c.qualifier, c.value] {
+            self.bytes.extend_from_slice(part);
+        }
+        let end = self.bytes.len();
+        self.cells.push((end - c.value.len() - c.qualifier.len(), end - c.value.len(), end, c.timestamp));
+        // The row key's start is the end of the previous cell's value.
+    }
+
+    /// The cells collected.
+    pub fn len(&self) -> usize {
+        self.cells.len()
+    }
+
+    /// Whether none was.
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+
+    fn cell(&self, i: usize) -> CellRef<'_> {
+        let start = if i == 0 { 0 } else { self.cells[i - 1].2 };
+        let (row_end, qualifier_end, value_end, timestamp) = self.cells[i];
+        CellRef {
+            row: &self.bytes[start..row_end],
+            qualifier: &self.bytes[row_end..qualifier_end],
+            timestamp,
+            value: &self.bytes[qualifier_end..value_end],
+        }
+    }
+
+    /// The cells grouped into rows: runs of cells with the same row key.
+    fn rows(&self) -> Vec<(&[u8], Vec<CellRef<'_>>)> {
+        let mut rows: Vec<(&[u8], Vec<CellRef<'_>>)> = Vec::new();
+        for i in 0..self.cells.len() {
+            let c = self.cell(i);
+            match rows.last_mut() {
+                Some((row, cells)) if *row == c.row => cells.push(c),
+                _ => rows.push((c.row, vec![c])),
+            }
+        }
+        rows
     }
 }
 
 /// The rows a plan reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Rows {
+pub enum Rows {
     /// These keys.
     Keys(Vec<String>),
     /// Keys in `[from, to)`.
@@ -204,89 +366,140 @@ pub(crate) enum Rows {
     All,
 }
 
-/// How a query reads one pattern, in terms any Bigtable-like store can
-/// serve: which rows, which column and time range, whether only each
-/// column's newest cell, or only the last row. Then what the client does:
-/// keep only each row's newest event, and only the measurements asked for.
+/// One read of a query, in terms any Bigtable-like store can serve: which
+/// rows, which column and time range, whether only each column's newest
+/// cell, or only the last row. What the client then does (keep only each
+/// row's newest event, and the measurements asked for) is
+/// [`Query::answer`]'s.
 #[derive(Debug, Clone)]
-pub(crate) struct Plan {
+pub struct Plan {
+    /// The rows.
     pub rows: Rows,
+    /// The pattern's one family.
+    pub family: &'static str,
     /// Only this qualifier.
     pub column: Option<&'static str>,
     /// Only cells with timestamps in `[start, end)`.
     pub time: Option<(i64, i64)>,
     /// Only each column's newest cell (`cells_per_column_limit(1)`).
     pub newest_per_column: bool,
-    /// Only the last row of `rows` (a reversed read of one row).
+    /// Only the last row of `rows` (a reversed read with a limit of 1).
     pub last_row_only: bool,
     /// Of each row, only the cells of its newest timestamp (client side).
     pub newest_only: bool,
-    /// The minutes `[start, end)` the query wants (client side).
-    pub minutes: (u32, u32),
-    /// The metrics the query wants (client side).
-    pub metrics: Vec<usize>,
 }
 
 impl Plan {
-    fn of(q: &Query, pattern: SchemaPattern, start: u32, end: u32, metrics: &[usize]) -> Plan {
+    fn of(
+        q: &Query,
+        pattern: SchemaPattern,
+        form: Form,
+        start: u32,
+        end: u32,
+        metrics: &[usize],
+        balloons: u32,
+    ) -> Vec<Plan> {
         use SchemaPattern as P;
         let metric = METRICS[metrics[0]];
         let plan = |rows| Plan {
             rows,
+            family: pattern.family(),
             column: None,
             time: None,
             newest_per_column: false,
             last_row_only: false,
             newest_only: false,
-            minutes: (start, end),
-            metrics: metrics.to_vec(),
         };
         let time = Some((minute_micros(start), minute_micros(end)));
-        let week_rows =
-            |b: u32| Rows::Keys(METRICS.iter().map(|m| format!("{}{m}#{}", prefix(b), week(start))).collect());
-        let bucket = |b: u32| Rows::Keys(vec![format!("{}{}", prefix(b), week(start))]);
+        let week_keys =
+            |b: u32| METRICS.iter().map(|m| format!("{}{m}#{}", prefix(b), week(start))).collect::<Vec<_>>();
+        let bucket_key = |b: u32| format!("{}{}", prefix(b), week(start));
         let minutes = |b: u32| range(b, &minute_key(start), &minute_key(end));
-        match (*q, pattern) {
-            // Every pattern keys rows by balloon first: the fleet at one
-            // minute is a scan of the whole table, with a filter.
-            (Query::FleetMinute { .. }, _) => Plan { time, ..plan(Rows::All) },
-            (Query::BalloonWeek { balloon, .. }, P::BucketNewColumn) => plan(week_rows(balloon)),
-            (Query::BalloonWeek { balloon, .. }, P::BucketNewCell) => plan(bucket(balloon)),
-            (Query::BalloonWeek { balloon, .. }, P::SingleTsSerialized | P::SingleTsUnserialized) => {
-                plan(minutes(balloon))
+        let one = |p: Plan| vec![p];
+        match (*q, pattern, form) {
+            // Every pattern keys rows by balloon first: the fleet in one
+            // read is a scan of the whole table, with a filter.
+            (Query::FleetScan { .. }, _, _) => one(Plan { time, ..plan(Rows::All) }),
+            (Query::FleetMinute { .. }, _, Form::Natural) => {
+                (0..balloons).map(|b| Plan { time, ..plan(Rows::Prefix(prefix(b))) }).collect()
             }
-            (Query::BalloonWeek { balloon, .. }, P::BucketSerialized) => {
-                plan(range(balloon, &hour_key(start), &hour_key(end)))
+            // One read of every balloon's rows that hold the minute.
+            (Query::FleetMinute { .. }, _, Form::Tuned) => {
+                let keys = |b: u32| match pattern {
+                    P::BucketNewColumn => week_keys(b),
+                    P::BucketNewCell => vec![bucket_key(b)],
+                    P::SingleTsSerialized | P::SingleTsUnserialized => {
+                        vec![format!("{}{}", prefix(b), minute_key(start))]
+                    }
+                    P::BucketSerialized => vec![format!("{}{}", prefix(b), hour_key(start))],
+                };
+                let exact = matches!(pattern, P::SingleTsSerialized | P::SingleTsUnserialized);
+                let rows = Rows::Keys((0..balloons).flat_map(keys).collect());
+                one(Plan { time: if exact { None } else { time }, ..plan(rows) })
             }
-            (Query::MetricHour { balloon, .. }, P::BucketNewColumn) => {
-                Plan { time, ..plan(Rows::Keys(vec![format!("{}{metric}#{}", prefix(balloon), week(start))])) }
+            (Query::BalloonWeek { balloon, .. }, P::BucketNewColumn, _) => one(plan(Rows::Keys(week_keys(balloon)))),
+            (Query::BalloonWeek { balloon, .. }, P::BucketNewCell, _) => {
+                one(plan(Rows::Keys(vec![bucket_key(balloon)])))
             }
-            (Query::MetricHour { balloon, .. }, P::BucketNewCell) => {
-                Plan { column: Some(metric), time, ..plan(bucket(balloon)) }
+            (Query::BalloonWeek { balloon, .. }, P::SingleTsSerialized | P::SingleTsUnserialized, _) => {
+                one(plan(minutes(balloon)))
+            }
+            (Query::BalloonWeek { balloon, .. }, P::BucketSerialized, _) => {
+                one(plan(range(balloon, &hour_key(start), &hour_key(end))))
+            }
+            (Query::MetricHour { balloon, .. }, P::BucketNewColumn, _) => {
+                one(Plan { time, ..plan(Rows::Keys(vec![format!("{}{metric}#{}", prefix(balloon), week(start))])) })
+            }
+            (Query::MetricHour { balloon, .. }, P::BucketNewCell, _) => {
+                one(Plan { column: Some(metric), time, ..plan(Rows::Keys(vec![bucket_key(balloon)])) })
             }
             // The server cannot see inside a serialized event: every event
             // of the hour is read, and the client keeps one metric.
-            (Query::MetricHour { balloon, .. }, P::SingleTsSerialized) => plan(minutes(balloon)),
-            (Query::MetricHour { balloon, .. }, P::SingleTsUnserialized) => {
-                Plan { column: Some(metric), ..plan(minutes(balloon)) }
+            (Query::MetricHour { balloon, .. }, P::SingleTsSerialized, _) => one(plan(minutes(balloon))),
+            (Query::MetricHour { balloon, .. }, P::SingleTsUnserialized, _) => {
+                one(Plan { column: Some(metric), ..plan(minutes(balloon)) })
             }
-            (Query::MetricHour { balloon, .. }, P::BucketSerialized) => {
-                plan(Rows::Keys(vec![format!("{}{}", prefix(balloon), hour_key(start))]))
+            (Query::MetricHour { balloon, .. }, P::BucketSerialized, _) => {
+                one(plan(Rows::Keys(vec![format!("{}{}", prefix(balloon), hour_key(start))])))
             }
-            // In bucket-new-column the value is the qualifier, so the
-            // newest cell of a row is only known once every column is read.
-            (Query::Latest { balloon }, P::BucketNewColumn) => Plan { newest_only: true, ..plan(week_rows(balloon)) },
-            // A column's newest cell is its first.
-            (Query::Latest { balloon }, P::BucketNewCell) => Plan { newest_per_column: true, ..plan(bucket(balloon)) },
+            // Each metric has its own rows: the last row of each metric's
+            // prefix, whose newest column the client finds (the value is
+            // the qualifier, so every column has one cell).
+            (Query::Latest { balloon }, P::BucketNewColumn, Form::Natural) => METRICS
+                .iter()
+                .map(|m| Plan {
+                    newest_per_column: true,
+                    last_row_only: true,
+                    newest_only: true,
+                    ..plan(Rows::Prefix(format!("{}{m}#", prefix(balloon))))
+                })
+                .collect(),
+            // The balloon's last row, the newest cell of each column.
+            (Query::Latest { balloon }, _, Form::Natural) => one(Plan {
+                newest_per_column: true,
+                last_row_only: true,
+                newest_only: true,
+                ..plan(Rows::Prefix(prefix(balloon)))
+            }),
+            // The current week's four rows, known from the clock.
+            (Query::Latest { balloon }, P::BucketNewColumn, Form::Tuned) => {
+                one(Plan { newest_only: true, ..plan(Rows::Keys(week_keys(balloon))) })
+            }
+            // The current week's row; a column's newest cell is its first.
+            (Query::Latest { balloon }, P::BucketNewCell, Form::Tuned) => {
+                one(Plan { newest_per_column: true, ..plan(Rows::Keys(vec![bucket_key(balloon)])) })
+            }
             // Rows sort by time within a balloon: the last row is the newest.
-            (Query::Latest { balloon }, P::SingleTsSerialized | P::SingleTsUnserialized | P::BucketSerialized) => {
-                Plan { last_row_only: true, newest_only: true, ..plan(Rows::Prefix(prefix(balloon))) }
-            }
+            (
+                Query::Latest { balloon },
+                P::SingleTsSerialized | P::SingleTsUnserialized | P::BucketSerialized,
+                Form::Tuned,
+            ) => one(Plan { last_row_only: true, newest_only: true, ..plan(Rows::Prefix(prefix(balloon))) }),
         }
     }
 
     /// The plan's rows as a [`RowSet`].
-    fn row_set(&self) -> RowSet {
+    pub fn row_set(&self) -> RowSet {
         match &self.rows {
             Rows::Keys(keys) => RowSet::new().keys(keys),
             Rows::Range(from, to) => RowSet::from(RowRange::closed_open(from, to)),
@@ -296,25 +509,16 @@ impl Plan {
     }
 
     /// The plan's column, time range and per-column limit as a [`Filter`].
-    fn filter(&self) -> Filter {
+    pub fn filter(&self) -> Filter {
         let column = self.column.map(Filter::column_qualifier_regex);
         let time = self.time.map(|(start, end)| Filter::timestamp_range(TimeRange::new(start, end)));
         let newest = self.newest_per_column.then(|| Filter::cells_per_column_limit(1));
         let filters: Vec<Filter> = column.into_iter().chain(time).chain(newest).collect();
-        if filters.is_empty() { Filter::pass_all() } else { Filter::chain(filters) }
-    }
-
-    /// The answer given by `rows`, read as the plan says.
-    pub(crate) fn answer(&self, pattern: SchemaPattern, rows: &[Row]) -> Result<Answer> {
-        let mut answer = Answer { measurements: Vec::new(), cells_read: 0 };
-        for row in rows {
-            answer.cells_read += row.cell_count() as u64;
-            decode_row(pattern, row, self.newest_only, &mut answer.measurements)?;
+        match filters.len() {
+            0 => Filter::pass_all(),
+            1 => filters.into_iter().next().unwrap_or_else(Filter::pass_all),
+            _ => Filter::chain(filters),
         }
-        let (start, end) = self.minutes;
-        answer.measurements.retain(|m| (start..end).contains(&m.minute) && self.metrics.contains(&m.metric));
-        answer.measurements.sort();
-        Ok(answer)
     }
 }
 
@@ -345,33 +549,40 @@ fn range(balloon: u32, from: &str, to: &str) -> Rows {
     Rows::Range(format!("{p}{from}"), format!("{p}{to}"))
 }
 
-/// The measurements `row` of `pattern` holds, appended to `out` (only those
-/// of its newest timestamp if `newest_only`).
-fn decode_row(pattern: SchemaPattern, row: &Row, newest_only: bool, out: &mut Vec<Measurement>) -> Result<()> {
-    let bad = |what: &str| Error::InvalidArgument(format!("row {:?} is not {}: {what}", row.key, pattern.name()));
-    let key = std::str::from_utf8(&row.key).map_err(|_| bad("key is not UTF-8"))?;
+/// The measurements row `key` of `pattern` holds in `cells`, appended to
+/// `out` (only those of its newest timestamp if `newest_only`).
+fn decode_row(
+    pattern: SchemaPattern,
+    key: &[u8],
+    cells: &[CellRef<'_>],
+    newest_only: bool,
+    out: &mut Vec<Measurement>,
+) -> Result<()> {
+    let bad = |what: &str| {
+        Error::InvalidArgument(format!("row {:?} is not {}: {what}", String::from_utf8_lossy(key), pattern.name()))
+    };
+    let key = std::str::from_utf8(key).map_err(|_| bad("key is not UTF-8"))?;
     let mut parts = key.split('#');
     let id: u32 = parts.nth(1).and_then(|id| id.parse().ok()).ok_or_else(|| bad("no balloon id"))?;
     let balloon = id.checked_sub(1000).ok_or_else(|| bad("balloon id below 1000"))?;
     let key_metric = parts.next().and_then(|m| METRICS.iter().position(|x| *x == m));
-    let newest = row.cells().map(|(_, _, c)| c.timestamp).max();
-    for (_, qualifier, cell) in row.cells() {
+    let newest = cells.iter().map(|c| c.timestamp).max();
+    for cell in cells {
         if newest_only && Some(cell.timestamp) != newest {
             continue;
         }
-        let minute =
-            u32::try_from((cell.timestamp.micros() - START_MICROS) / MINUTE_MICROS).map_err(|_| bad("timestamp"))?;
+        let minute = u32::try_from((cell.timestamp - START_MICROS) / MINUTE_MICROS).map_err(|_| bad("timestamp"))?;
         let text = |b: &[u8]| String::from_utf8(b.to_vec()).map_err(|_| bad("value is not UTF-8"));
         let mut push = |metric: usize, value: String| out.push(Measurement { balloon, minute, metric, value });
         match pattern {
-            SchemaPattern::BucketNewColumn => push(key_metric.ok_or_else(|| bad("no metric"))?, text(qualifier)?),
+            SchemaPattern::BucketNewColumn => push(key_metric.ok_or_else(|| bad("no metric"))?, text(cell.qualifier)?),
             SchemaPattern::BucketNewCell | SchemaPattern::SingleTsUnserialized => {
                 let metric =
-                    METRICS.iter().position(|m| m.as_bytes() == &qualifier[..]).ok_or_else(|| bad("column"))?;
-                push(metric, text(&cell.value)?);
+                    METRICS.iter().position(|m| m.as_bytes() == cell.qualifier).ok_or_else(|| bad("column"))?;
+                push(metric, text(cell.value)?);
             }
             SchemaPattern::SingleTsSerialized | SchemaPattern::BucketSerialized => {
-                let values = decode_blob(&cell.value).ok_or_else(|| bad("blob does not decode"))?;
+                let values = decode_blob(cell.value).ok_or_else(|| bad("blob does not decode"))?;
                 for (metric, v) in values.into_iter().enumerate() {
                     push(metric, metric_text(metric, v));
                 }

@@ -4,17 +4,29 @@
 use std::fmt::Write as _;
 
 use crate::machine::Machine;
-use crate::queries::QueryKind;
+use crate::queries::{Form, QueryKind};
 use crate::run::{LabConfig, PatternReport};
 use crate::svg::{Series, grouped_bars};
+use crate::workload::SchemaPattern;
+
+/// Every query and form measured, in report order.
+pub fn measured() -> Vec<(QueryKind, Form)> {
+    QueryKind::ALL.iter().flat_map(|&k| k.forms().iter().map(move |&f| (k, f))).collect()
+}
+
+/// The column-name stem of query `kind` in `form`, e.g. `latest_natural`.
+fn stem(kind: QueryKind, form: Form) -> String {
+    format!("{}_{}", kind.name().replace('-', "_"), form.name())
+}
 
 /// The CSV's columns, in order: the pattern's figures, then for each query
-/// (`balloon_week`, `metric_hour`, `latest`, `fleet_minute`) its median and
-/// p99 latency in µs and the cells it read per run.
+/// and form of [`measured`] (`balloon_week_natural`, `balloon_week_tuned`,
+/// …) its median and p99 latency in µs and the cells it read per run.
 pub fn csv_columns() -> Vec<String> {
     let mut columns: Vec<String> = [
         "pattern",
         "engine",
+        "round",
         "events",
         "cells",
         "measurements",
@@ -30,14 +42,15 @@ pub fn csv_columns() -> Vec<String> {
     ]
     .map(String::from)
     .into();
-    for q in QueryKind::ALL {
-        let name = q.name().replace('-', "_");
+    for (kind, form) in measured() {
+        let name = stem(kind, form);
         columns.extend([format!("{name}_p50_us"), format!("{name}_p99_us"), format!("{name}_cells_read")]);
     }
     columns
 }
 
-/// The figures as CSV: a header of [`csv_columns`], then a line per pattern and engine.
+/// The figures as CSV: a header of [`csv_columns`], then a line per round,
+/// pattern and engine.
 pub fn csv(reports: &[PatternReport]) -> String {
     let mut out = csv_columns().join(",");
     out.push('\n');
@@ -45,6 +58,7 @@ pub fn csv(reports: &[PatternReport]) -> String {
         let mut fields = vec![
             r.pattern.name().to_owned(),
             r.engine.to_owned(),
+            r.round.to_string(),
             r.events.to_string(),
             r.cells.to_string(),
             r.measurements.to_string(),
@@ -58,8 +72,8 @@ pub fn csv(reports: &[PatternReport]) -> String {
             format!("{:.0}", r.cells_per_sec()),
             format!("{:.3}", r.write_amplification),
         ];
-        for kind in QueryKind::ALL {
-            match r.query(kind) {
+        for (kind, form) in measured() {
+            match r.query(kind, form) {
                 Some(q) => fields.extend([
                     format!("{:.1}", micros(q.p50)),
                     format!("{:.1}", micros(q.p99)),
@@ -78,6 +92,72 @@ fn micros(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
+/// A figure over rounds: its median and its range.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    /// The median (of an even count, the mean of the middle two).
+    pub median: f64,
+    /// The smallest.
+    pub min: f64,
+    /// The largest.
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of `values`; `None` if there are none (or one is not a number).
+    pub fn of(values: impl IntoIterator<Item = f64>) -> Option<Spread> {
+        let mut v: Vec<f64> = values.into_iter().collect();
+        if v.is_empty() || v.iter().any(|x| x.is_nan()) {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 { v[n / 2] } else { f64::midpoint(v[n / 2 - 1], v[n / 2]) };
+        Some(Spread { median, min: v[0], max: v[n - 1] })
+    }
+
+    /// `median (min–max)` with `show` formatting each, or the median alone
+    /// if every round shows the same.
+    fn show(self, show: impl Fn(f64) -> String) -> String {
+        let (min, max) = (show(self.min), show(self.max));
+        if min == max { min } else { format!("{} ({min}–{max})", show(self.median)) }
+    }
+}
+
+/// The (pattern, engine) pairs of `reports`, in first-seen order.
+fn groups(reports: &[PatternReport]) -> Vec<(SchemaPattern, &'static str)> {
+    let mut out = Vec::new();
+    for r in reports {
+        if !out.contains(&(r.pattern, r.engine)) {
+            out.push((r.pattern, r.engine));
+        }
+    }
+    out
+}
+
+/// `f` of every round of `pattern` on `engine`.
+fn over_rounds(
+    reports: &[PatternReport],
+    (pattern, engine): (SchemaPattern, &str),
+    f: impl Fn(&PatternReport) -> Option<f64>,
+) -> Option<Spread> {
+    Spread::of(reports.iter().filter(|r| r.pattern == pattern && r.engine == engine).map(|r| f(r).unwrap_or(f64::NAN)))
+}
+
+/// `f(cellardb) ÷ f(rocksdb)` of every round both ran `pattern` in.
+fn ratio_over_rounds(
+    reports: &[PatternReport],
+    pattern: SchemaPattern,
+    f: impl Fn(&PatternReport) -> Option<f64>,
+) -> Option<Spread> {
+    let of = |engine: &str, round: usize| {
+        reports.iter().find(|r| r.pattern == pattern && r.engine == engine && r.round == round).and_then(&f)
+    };
+    let rounds = reports.iter().filter(|r| r.pattern == pattern && r.engine == "cellardb").map(|r| r.round);
+    let ratios: Vec<f64> = rounds.filter_map(|round| Some(of("cellardb", round)? / of("rocksdb", round)?)).collect();
+    Spread::of(ratios)
+}
+
 /// A latency in the unit that reads best.
 fn latency(d: std::time::Duration) -> String {
     let us = micros(d);
@@ -90,13 +170,27 @@ fn latency(d: std::time::Duration) -> String {
     }
 }
 
+fn latency_ms(ms: f64) -> String {
+    latency(std::time::Duration::from_secs_f64(ms / 1000.0))
+}
+
+fn ratio(r: f64) -> String {
+    if r < 0.1 { format!("{r:.3}×") } else { format!("{r:.2}×") }
+}
+
+fn thousands(x: f64) -> String {
+    format!("{:.0}k", x / 1000.0)
+}
+
 /// The report as markdown: settings and machine, then a table of storage
-/// and ingest figures and one of query figures, and, when RocksDB ran
-/// beside cellardb, the ratios between them.
+/// and ingest figures and one of query figures, each the median over the
+/// rounds with its range, and, when RocksDB ran beside cellardb, the ratios
+/// between them, round by round.
 pub fn markdown(reports: &[PatternReport], config: &LabConfig, machine: &Machine) -> String {
     let mut out = String::new();
     let w = &config.workload;
     let o = &config.options;
+    let rounds = reports.iter().map(|r| r.round + 1).max().unwrap_or(0);
     let _ = writeln!(out, "# Schema-pattern lab\n");
     let _ = writeln!(
         out,
@@ -109,131 +203,162 @@ pub fn markdown(reports: &[PatternReport], config: &LabConfig, machine: &Machine
     );
     let _ = writeln!(
         out,
-        "Settings: durability {:?}, block size {} bytes, compression {:?}, {} runs per point query. \
-         Bytes are allocated on disk, the write-ahead log excluded. Write amplification: bytes written \
-         (log, flushes, compaction) per logical byte, over ingest, flush and full compaction.\n",
+        "Settings: durability {:?}, block size {} bytes, compression {:?}, block cache {} MiB, {} runs per \
+         point query and form, {rounds} round(s). Each figure is the median over the rounds, with the \
+         smallest and largest in brackets when they differ. Bytes are allocated on disk, the write-ahead \
+         log excluded. Write amplification: bytes written (log, flushes, compaction) per logical byte, over \
+         ingest, flush and full compaction.\n",
         o.get_durability(),
         o.get_block_size(),
         o.get_compression(),
+        o.get_block_cache_size() >> 20,
         config.samples
     );
     let _ = writeln!(out, "{}", machine.markdown());
     let _ = writeln!(out, "## Storage and ingest\n");
     let _ = writeln!(
         out,
-        "| pattern | engine | logical MB | MB after flush | MB after compaction | bytes/measurement | compression | events/s | cells/s | write amp. |"
+        "| pattern | engine | logical MB | MB after flush | MB after compaction | bytes/measurement | compression | cells/s | write amp. |"
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
-    let mb = |b: u64| format!("{:.2}", b as f64 / 1e6);
-    for r in reports {
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
+    let mb = |b: f64| format!("{:.2}", b / 1e6);
+    let two = |x: f64| format!("{x:.2}");
+    for g in groups(reports) {
+        let figure = |f: &dyn Fn(&PatternReport) -> f64, show: &dyn Fn(f64) -> String| {
+            over_rounds(reports, g, |r| Some(f(r))).map_or_else(String::new, |s| s.show(show))
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {:.2} | {:.1}× | {:.0} | {:.0} | {:.2} |",
-            r.pattern.name(),
-            r.engine,
-            mb(r.logical_bytes),
-            mb(r.bytes_after_flush),
-            mb(r.bytes_after_compaction),
-            r.bytes_per_measurement(),
-            r.compression_ratio(),
-            r.events_per_sec(),
-            r.cells_per_sec(),
-            r.write_amplification
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            g.0.name(),
+            g.1,
+            figure(&|r| r.logical_bytes as f64, &mb),
+            figure(&|r| r.bytes_after_flush as f64, &mb),
+            figure(&|r| r.bytes_after_compaction as f64, &mb),
+            figure(&PatternReport::bytes_per_measurement, &two),
+            figure(&PatternReport::compression_ratio, &|x| format!("{x:.1}×")),
+            figure(&PatternReport::cells_per_sec, &thousands),
+            figure(&|r| r.write_amplification, &two),
         );
     }
-    let _ = writeln!(out, "\n## Queries (median / p99, cells read per query)\n");
-    let names: Vec<&str> = QueryKind::ALL.iter().map(|q| q.name()).collect();
-    let _ = writeln!(out, "| pattern | engine | {} |", names.join(" | "));
-    let _ = writeln!(out, "|---|---|{}", "---|".repeat(names.len()));
-    for r in reports {
-        let cells: Vec<String> = QueryKind::ALL
-            .iter()
-            .map(|&k| {
-                r.query(k).map_or_else(String::new, |q| {
-                    format!("{} / {}, {:.0} cells", latency(q.p50), latency(q.p99), q.cells_read)
-                })
-            })
-            .collect();
-        let _ = writeln!(out, "| {} | {} | {} |", r.pattern.name(), r.engine, cells.join(" | "));
+    let _ = writeln!(out, "\n## Queries\n");
+    let _ = writeln!(out, "| pattern | engine | query | form | p50 | p99 | cells read |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+    for g in groups(reports) {
+        for (kind, form) in measured() {
+            let q = |f: &dyn Fn(&crate::QueryReport) -> f64| over_rounds(reports, g, |r| r.query(kind, form).map(f));
+            let (Some(p50), Some(p99), Some(cells)) =
+                (q(&|q| q.p50.as_secs_f64() * 1e3), q(&|q| q.p99.as_secs_f64() * 1e3), q(&|q| q.cells_read))
+            else {
+                continue;
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {:.0} |",
+                g.0.name(),
+                g.1,
+                kind.name(),
+                form.name(),
+                p50.show(latency_ms),
+                p99.show(latency_ms),
+                cells.median
+            );
+        }
     }
     comparison(reports, &mut out);
     out
 }
 
-/// cellardb ÷ RocksDB for each pattern both ran, if any.
+/// cellardb ÷ RocksDB for each pattern both ran, if any: the median ratio
+/// over the rounds, its range, and whether it holds in every round.
 fn comparison(reports: &[PatternReport], out: &mut String) {
-    let pairs: Vec<(&PatternReport, &PatternReport)> = reports
-        .iter()
-        .filter(|r| r.engine == "cellardb")
-        .filter_map(|c| reports.iter().find(|r| r.engine == "rocksdb" && r.pattern == c.pattern).map(|r| (c, r)))
+    let patterns: Vec<SchemaPattern> = groups(reports)
+        .into_iter()
+        .filter(|(p, e)| *e == "rocksdb" && reports.iter().any(|r| r.pattern == *p && r.engine == "cellardb"))
+        .map(|(p, _)| p)
         .collect();
-    if pairs.is_empty() {
+    if patterns.is_empty() {
         return;
     }
-    let _ = writeln!(out, "\n## cellardb ÷ RocksDB, same run\n");
-    let names: Vec<String> = QueryKind::ALL.iter().map(|q| format!("{} p50", q.name())).collect();
-    let _ = writeln!(out, "| pattern | ingest cells/s | bytes after compaction | write amp. | {} |", names.join(" | "));
-    let _ = writeln!(out, "|---|---|---|---|{}", "---|".repeat(names.len()));
-    for (c, r) in pairs {
-        let ratio = |a: f64, b: f64| match a / b {
-            r if !r.is_finite() => "-".into(),
-            r if r < 0.1 => format!("{r:.3}×"),
-            r => format!("{r:.2}×"),
-        };
-        let queries: Vec<String> = QueryKind::ALL
-            .iter()
-            .map(|&k| match (c.query(k), r.query(k)) {
-                (Some(a), Some(b)) => ratio(a.p50.as_secs_f64(), b.p50.as_secs_f64()),
-                _ => "-".into(),
-            })
-            .collect();
+    let shown = |s: Option<Spread>| s.map_or_else(|| "-".to_owned(), |s| s.show(ratio));
+    let _ = writeln!(out, "\n## cellardb ÷ RocksDB, round by round\n");
+    let _ = writeln!(
+        out,
+        "Ingest: higher is better. Bytes, write amplification and latencies: lower is better. \
+         \"every round\" says whether the ratio is on the right side of 1 in each round.\n"
+    );
+    let _ = writeln!(out, "| pattern | ingest cells/s | bytes after compaction | write amp. |");
+    let _ = writeln!(out, "|---|---|---|---|");
+    for &p in &patterns {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} |",
-            c.pattern.name(),
-            ratio(c.cells_per_sec(), r.cells_per_sec()),
-            ratio(c.bytes_after_compaction as f64, r.bytes_after_compaction as f64),
-            ratio(c.write_amplification, r.write_amplification),
-            queries.join(" | ")
+            "| {} | {} | {} | {} |",
+            p.name(),
+            shown(ratio_over_rounds(reports, p, |r| Some(r.cells_per_sec()))),
+            shown(ratio_over_rounds(reports, p, |r| Some(r.bytes_after_compaction as f64))),
+            shown(ratio_over_rounds(reports, p, |r| Some(r.write_amplification))),
         );
+    }
+    let _ = writeln!(out, "\n| pattern | query | form | p50 | p99 | ≤ 1.0× every round |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|");
+    for &p in &patterns {
+        for (kind, form) in measured() {
+            let of =
+                |f: fn(&crate::QueryReport) -> f64| ratio_over_rounds(reports, p, move |r| r.query(kind, form).map(f));
+            let (p50, p99) = (of(|q| q.p50.as_secs_f64()), of(|q| q.p99.as_secs_f64()));
+            let holds = match (p50, p99) {
+                (Some(a), Some(b)) if a.max <= 1.0 && b.max <= 1.0 => "yes",
+                (Some(a), _) if a.max <= 1.0 => "p50 only",
+                _ => "no",
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {holds} |",
+                p.name(),
+                kind.name(),
+                form.name(),
+                shown(p50),
+                shown(p99)
+            );
+        }
     }
 }
 
-/// The charts: file name and SVG document of each.
+/// The charts, from the medians over the rounds: file name and SVG
+/// document of each. Query latency is charted in the natural form.
 pub fn charts(reports: &[PatternReport]) -> Vec<(&'static str, String)> {
-    let mut patterns: Vec<String> = Vec::new();
-    for r in reports {
-        if !patterns.iter().any(|p| p == r.pattern.name()) {
-            patterns.push(r.pattern.name().to_owned());
-        }
-    }
+    let mut patterns: Vec<SchemaPattern> = Vec::new();
     let mut engines: Vec<&str> = Vec::new();
-    for r in reports {
-        if !engines.contains(&r.engine) {
-            engines.push(r.engine);
+    for (p, e) in groups(reports) {
+        if !patterns.contains(&p) {
+            patterns.push(p);
+        }
+        if !engines.contains(&e) {
+            engines.push(e);
         }
     }
+    let names: Vec<String> = patterns.iter().map(|p| p.name().to_owned()).collect();
+    let median = |p: SchemaPattern, engine: &'static str, f: &dyn Fn(&PatternReport) -> Option<f64>| {
+        over_rounds(reports, (p, engine), f).map_or(f64::NAN, |s| s.median)
+    };
     let per_engine = |f: &dyn Fn(&PatternReport) -> f64| -> Vec<Series> {
         engines
             .iter()
             .map(|&engine| Series {
                 name: engine.to_owned(),
-                values: patterns
-                    .iter()
-                    .map(|p| reports.iter().find(|r| r.engine == engine && r.pattern.name() == p).map_or(f64::NAN, f))
-                    .collect(),
+                values: patterns.iter().map(|&p| median(p, engine, &|r| Some(f(r)))).collect(),
             })
             .collect()
     };
     let bytes = grouped_bars(
         "Bytes on disk per measurement after full compaction",
         "bytes per measurement",
-        &patterns,
+        &names,
         &per_engine(&PatternReport::bytes_per_measurement),
         false,
     );
     let ingest =
-        grouped_bars("Ingest rate", "cells per second", &patterns, &per_engine(&PatternReport::cells_per_sec), false);
+        grouped_bars("Ingest rate", "cells per second", &names, &per_engine(&PatternReport::cells_per_sec), false);
     let latencies: Vec<Series> = engines
         .iter()
         .flat_map(|&engine| QueryKind::ALL.iter().map(move |&k| (engine, k)))
@@ -241,16 +366,73 @@ pub fn charts(reports: &[PatternReport]) -> Vec<(&'static str, String)> {
             name: if engines.len() > 1 { format!("{} ({engine})", k.name()) } else { k.name().to_owned() },
             values: patterns
                 .iter()
-                .map(|p| {
-                    reports
-                        .iter()
-                        .find(|r| r.engine == engine && r.pattern.name() == p)
-                        .and_then(|r| r.query(k))
-                        .map_or(f64::NAN, |q| q.p50.as_secs_f64() * 1000.0)
-                })
+                .map(|&p| median(p, engine, &|r| r.query(k, Form::Natural).map(|q| q.p50.as_secs_f64() * 1000.0)))
                 .collect(),
         })
         .collect();
-    let queries = grouped_bars("Query latency (median)", "milliseconds (log scale)", &patterns, &latencies, true);
+    let queries =
+        grouped_bars("Query latency (median, natural form)", "milliseconds (log scale)", &names, &latencies, true);
     vec![("bytes_per_measurement.svg", bytes), ("ingest.svg", ingest), ("query_latency.svg", queries)]
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::QueryReport;
+
+    #[test]
+    fn a_spread_is_the_median_and_the_range() {
+        assert_eq!(Spread::of([3.0, 1.0, 2.0]), Some(Spread { median: 2.0, min: 1.0, max: 3.0 }));
+        assert_eq!(Spread::of([4.0, 1.0]).map(|s| s.median), Some(2.5));
+        assert_eq!(Spread::of([]), None);
+        assert_eq!(Spread::of([1.0, f64::NAN]), None, "a round without the figure");
+    }
+
+    fn report(engine: &'static str, round: usize, latest_ms: u64) -> PatternReport {
+        let latency = Duration::from_millis(latest_ms);
+        PatternReport {
+            pattern: SchemaPattern::BucketNewCell,
+            engine,
+            round,
+            events: 10,
+            cells: 40,
+            measurements: 40,
+            logical_bytes: 1000,
+            bytes_after_flush: 500,
+            bytes_after_compaction: 400,
+            ingest: Duration::from_millis(10),
+            write_amplification: 1.0,
+            queries: vec![QueryReport {
+                kind: QueryKind::Latest,
+                form: Form::Natural,
+                runs: 1,
+                p50: latency,
+                p99: latency,
+                cells_read: 4.0,
+                measurements: 4.0,
+            }],
+        }
+    }
+
+    fn latest_line(rounds: &[(u64, u64)]) -> String {
+        let reports: Vec<PatternReport> = rounds
+            .iter()
+            .enumerate()
+            .flat_map(|(round, &(ours, theirs))| [report("cellardb", round, ours), report("rocksdb", round, theirs)])
+            .collect();
+        let mut out = String::new();
+        comparison(&reports, &mut out);
+        out.lines().find(|l| l.contains("| latest | natural |")).unwrap_or_default().to_owned()
+    }
+
+    #[test]
+    fn a_ratio_holds_only_if_it_holds_in_every_round() {
+        assert_eq!(
+            latest_line(&[(5, 10), (9, 10), (8, 10)]),
+            "| bucket-new-cell | latest | natural | 0.80× (0.50×–0.90×) | 0.80× (0.50×–0.90×) | yes |"
+        );
+        assert!(latest_line(&[(5, 10), (12, 10), (8, 10)]).ends_with("| 0.80× (0.50×–1.20×) | no |"));
+    }
 }

@@ -3,8 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::queries::Answer;
-use crate::queries::{Query, QueryKind};
+use crate::queries::{CellCollector, CellRef, Form, Plan, QueryKind, read_cellardb};
 use crate::workload::{SchemaPattern, SplitMix64, Workload};
 use cellardb::{Db, Error, GcRule, Mutation, Options, Result, Table};
 
@@ -18,11 +17,15 @@ pub struct LabConfig {
     /// Where each pattern's database is created (one subdirectory each,
     /// removed afterwards).
     pub dir: PathBuf,
-    /// Runs of each point query (`balloon-week`, `metric-hour`, `latest`);
-    /// `fleet-minute`, a full scan, runs a twentieth as often (at least 3).
+    /// Runs of each point query (`balloon-week`, `metric-hour`, `latest`)
+    /// in each form; the fleet queries, which read every balloon, run a
+    /// twentieth as often (at least 3).
     pub samples: usize,
     /// Seed of the query parameters.
     pub seed: u64,
+    /// Rounds: each loads every pattern afresh in every engine and measures
+    /// it again, engines interleaved ([`run_rounds`]).
+    pub rounds: usize,
 }
 
 /// Where a run is, for progress reports.
@@ -43,6 +46,8 @@ pub struct Progress<'a> {
 pub struct QueryReport {
     /// Which query.
     pub kind: QueryKind,
+    /// In which form.
+    pub form: Form,
     /// Times it ran, each with other parameters.
     pub runs: usize,
     /// Median latency.
@@ -62,6 +67,8 @@ pub struct PatternReport {
     pub pattern: SchemaPattern,
     /// The engine measured (`cellardb`, or `rocksdb` for the baseline).
     pub engine: &'static str,
+    /// The round, from 0.
+    pub round: usize,
     /// Events written.
     pub events: u64,
     /// Cells written.
@@ -79,7 +86,7 @@ pub struct PatternReport {
     pub ingest: Duration,
     /// Bytes written to disk (log, flushes, compactions) per logical byte.
     pub write_amplification: f64,
-    /// The four queries.
+    /// Every query in every form.
     pub queries: Vec<QueryReport>,
 }
 
@@ -104,9 +111,9 @@ impl PatternReport {
         self.cells as f64 / self.ingest.as_secs_f64().max(1e-9)
     }
 
-    /// The figures of query `kind`.
-    pub fn query(&self, kind: QueryKind) -> Option<&QueryReport> {
-        self.queries.iter().find(|q| q.kind == kind)
+    /// The figures of query `kind` in `form`.
+    pub fn query(&self, kind: QueryKind, form: Form) -> Option<&QueryReport> {
+        self.queries.iter().find(|q| q.kind == kind && q.form == form)
     }
 }
 
@@ -122,8 +129,9 @@ pub(crate) trait LabEngine {
     fn compact(&mut self) -> Result<()>;
     /// Bytes written to disk so far: log, flushes, compactions.
     fn bytes_written(&self) -> Result<u64>;
-    /// Runs `q` the way the pattern's key design allows.
-    fn query(&self, pattern: SchemaPattern, w: &Workload, q: &Query) -> Result<Answer>;
+    /// Reads `plan` as a user of the engine would, handing every cell to
+    /// `sink`, borrowed.
+    fn read(&self, plan: &Plan, sink: &mut dyn FnMut(CellRef<'_>)) -> Result<()>;
     /// Closes the database, so that what is on disk is all there is.
     fn close(self: Box<Self>) -> Result<()>;
 }
@@ -152,8 +160,8 @@ impl LabEngine for Cellar {
         Ok(s.wal_bytes_written + s.flush_bytes_written + s.compaction_bytes_written)
     }
 
-    fn query(&self, pattern: SchemaPattern, w: &Workload, q: &Query) -> Result<Answer> {
-        q.run(pattern, w, &self.table)
+    fn read(&self, plan: &Plan, sink: &mut dyn FnMut(CellRef<'_>)) -> Result<()> {
+        read_cellardb(&self.table, plan, sink)
     }
 
     fn close(self: Box<Self>) -> Result<()> {
@@ -219,15 +227,23 @@ pub(crate) fn measure(
     let mut queries = Vec::new();
     let mut random = SplitMix64(config.seed);
     for kind in QueryKind::ALL {
-        let runs = if kind == QueryKind::FleetMinute { (config.samples / 20).max(3) } else { config.samples.max(1) };
-        report(kind.name(), 0, runs as u64);
-        queries.push(time_query(pattern, &w, &*engine, kind, runs, &mut random)?);
+        let runs = if kind.is_fleet() { (config.samples / 20).max(3) } else { config.samples.max(1) };
+        for &form in kind.forms() {
+            report(kind.name(), 0, runs as u64);
+            // Each form gets the same parameters.
+            let mut random = random.clone();
+            queries.push(time_query(pattern, &w, &*engine, (kind, form), runs, &mut random)?);
+        }
+        for _ in 0..runs {
+            random.next_u64();
+        }
     }
     engine.close()?;
     let bytes_after_compaction = allocated_bytes(dir, |name| !has_extension(name, "log") && name != "LOCK")?;
     Ok(PatternReport {
         pattern,
         engine: name,
+        round: 0,
         events: total,
         cells: total * pattern.cells_per_event(),
         measurements: total * 4,
@@ -255,34 +271,55 @@ fn logical_size(pattern: SchemaPattern, rows: &[(String, Vec<Mutation>)]) -> u64
     total
 }
 
-/// Runs `runs` queries of `kind` with random parameters; the first is
-/// checked against the generator.
+/// Runs `runs` queries of `kind` in `form` with random parameters. Each
+/// run is timed with the cells handed to a sink that only counts them, then
+/// read again into a copy that is checked against the generator.
 fn time_query(
     pattern: SchemaPattern,
     w: &Workload,
     engine: &dyn LabEngine,
-    kind: QueryKind,
+    (kind, form): (QueryKind, Form),
     runs: usize,
     random: &mut SplitMix64,
 ) -> Result<QueryReport> {
     let mut latencies = Vec::with_capacity(runs);
     let (mut cells, mut measurements) = (0u64, 0u64);
-    for i in 0..runs {
+    for _ in 0..runs {
         let q = kind.sample(w, random.next_u64());
+        let plans = q.plans(pattern, w, form);
+        let (mut count, mut value_bytes) = (0u64, 0usize);
         let started = Instant::now();
-        let answer = engine.query(pattern, w, &q)?;
-        latencies.push(started.elapsed());
-        cells += answer.cells_read;
-        measurements += answer.measurements.len() as u64;
-        if i == 0 {
-            check(pattern, w, &q, &answer.measurements)?;
+        for plan in &plans {
+            engine.read(plan, &mut |c| {
+                count += 1;
+                value_bytes += c.value.len();
+            })?;
         }
+        latencies.push(started.elapsed());
+        std::hint::black_box(value_bytes);
+        let mut copy = CellCollector::default();
+        for plan in &plans {
+            engine.read(plan, &mut |c| copy.push(c))?;
+        }
+        let answer = q.answer(pattern, w, form, &copy)?;
+        if answer.cells_read != count {
+            return Err(Error::InvalidArgument(format!(
+                "{} on {} read {count} cells, then {}: {q:?}",
+                kind.name(),
+                pattern.name(),
+                answer.cells_read
+            )));
+        }
+        cells += count;
+        measurements += answer.measurements.len() as u64;
+        check(pattern, w, form, &q, &answer.measurements)?;
     }
     latencies.sort();
     // The nearest-rank percentile: the sample at rank ⌈n × percent / 100⌉.
     let at = |percent: usize| latencies[(latencies.len() * percent).div_ceil(100).clamp(1, latencies.len()) - 1];
     Ok(QueryReport {
         kind,
+        form,
         runs,
         p50: at(50),
         p99: at(99),
@@ -291,18 +328,63 @@ fn time_query(
     })
 }
 
-fn check(pattern: SchemaPattern, w: &Workload, q: &Query, got: &[crate::Measurement]) -> Result<()> {
+fn check(pattern: SchemaPattern, w: &Workload, form: Form, q: &crate::Query, got: &[crate::Measurement]) -> Result<()> {
     let expected = q.expected(w);
     if got == expected {
         return Ok(());
     }
     Err(Error::InvalidArgument(format!(
-        "{} on {} returned {} measurements, the generator says {}: {q:?}",
+        "{} ({}) on {} returned {} measurements, the generator says {}: {q:?}",
         q.kind().name(),
+        form.name(),
         pattern.name(),
         got.len(),
         expected.len()
     )))
+}
+
+/// An engine the lab measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// cellardb, through its public API.
+    Cellardb,
+    /// RocksDB under the standard cell key (feature `rocksdb`).
+    #[cfg(feature = "rocksdb")]
+    Rocksdb,
+}
+
+/// `config.rounds` rounds of every pattern of `patterns` on every engine of
+/// `engines`. Within a round each pattern runs on each engine in turn, the
+/// engines' order reversed from one round to the next, so that a machine
+/// slowing down or warming up weighs on both alike.
+///
+/// # Errors
+/// The first error of a run.
+pub fn run_rounds(
+    config: &LabConfig,
+    patterns: &[SchemaPattern],
+    engines: &[Engine],
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Vec<PatternReport>> {
+    let mut reports = Vec::new();
+    for round in 0..config.rounds.max(1) {
+        for &pattern in patterns {
+            let mut order = engines.to_vec();
+            if round % 2 == 1 {
+                order.reverse();
+            }
+            for engine in order {
+                let mut report = match engine {
+                    Engine::Cellardb => run_pattern(config, pattern, progress)?,
+                    #[cfg(feature = "rocksdb")]
+                    Engine::Rocksdb => crate::baseline::run_pattern(config, pattern, progress)?,
+                };
+                report.round = round;
+                reports.push(report);
+            }
+        }
+    }
+    Ok(reports)
 }
 
 /// Bytes allocated on disk to the files of `dir` whose names pass `keep`.

@@ -6,9 +6,10 @@ use std::collections::HashMap;
 mod common;
 
 use cellardb::{GcRule, Options};
+use cellardb_lab::Form;
 use cellardb_lab::workload::{METRICS, SchemaPattern, Workload};
-use cellardb_lab::{self as lab, LabConfig, Query, QueryKind};
-use common::{WORKLOAD, queries};
+use cellardb_lab::{self as lab, LabConfig, Query};
+use common::{WORKLOAD, queries_and_forms};
 
 #[test]
 fn every_patterns_queries_return_exactly_what_the_generator_says() {
@@ -22,11 +23,11 @@ fn every_patterns_queries_return_exactly_what_the_generator_says() {
                 r.unwrap();
             }
         }
-        for q in queries() {
-            let answer = q.run(pattern, &WORKLOAD, &t).unwrap();
+        for (q, form) in queries_and_forms() {
+            let answer = q.run(pattern, &WORKLOAD, form, &t).unwrap();
             let expected = q.expected(&WORKLOAD);
-            assert_eq!(answer.measurements, expected, "{} {q:?}", pattern.name());
-            assert!(answer.cells_read > 0, "{} {q:?}", pattern.name());
+            assert_eq!(answer.measurements, expected, "{} {form:?} {q:?}", pattern.name());
+            assert!(answer.cells_read > 0, "{} {form:?} {q:?}", pattern.name());
         }
         // The sizes the generator gives, so that `expected` is checked too.
         let count = |q: Query| q.expected(&WORKLOAD).len();
@@ -35,6 +36,7 @@ fn every_patterns_queries_return_exactly_what_the_generator_says() {
         assert_eq!(count(Query::MetricHour { balloon: 0, metric: 2, hour: 5 }), 60);
         assert_eq!(count(Query::Latest { balloon: 1 }), METRICS.len());
         assert_eq!(count(Query::FleetMinute { minute: 3 }), 2 * METRICS.len());
+        assert_eq!(count(Query::FleetScan { minute: 3 }), 2 * METRICS.len());
     }
 }
 
@@ -43,7 +45,7 @@ fn queries_read_what_the_key_design_implies() {
     // The guide's claims in miniature: a metric-hour on bucket-new-cell
     // reads one hour of one column; on single-ts-serialized it must read
     // (and decode) every event of the hour.
-    let cells = |pattern: SchemaPattern, q: Query| {
+    let cells = |pattern: SchemaPattern, q: Query, form: Form| {
         let dir = tempfile::tempdir().unwrap();
         let db = Options::default().open(dir.path()).unwrap();
         let t = db.create_table("balloons", [(pattern.family(), GcRule::none())]).unwrap();
@@ -52,17 +54,29 @@ fn queries_read_what_the_key_design_implies() {
                 r.unwrap();
             }
         }
-        q.run(pattern, &Workload::new(2, 1), &t).unwrap().cells_read
+        q.run(pattern, &Workload::new(2, 1), form, &t).unwrap().cells_read
     };
     let hour = Query::MetricHour { balloon: 0, metric: 1, hour: 3 };
-    assert_eq!(cells(SchemaPattern::BucketNewCell, hour), 60);
-    assert_eq!(cells(SchemaPattern::SingleTsUnserialized, hour), 60);
-    assert_eq!(cells(SchemaPattern::SingleTsSerialized, hour), 60);
-    assert_eq!(cells(SchemaPattern::BucketSerialized, hour), 60);
+    assert_eq!(cells(SchemaPattern::BucketNewCell, hour, Form::Tuned), 60);
+    assert_eq!(cells(SchemaPattern::SingleTsUnserialized, hour, Form::Tuned), 60);
+    assert_eq!(cells(SchemaPattern::SingleTsSerialized, hour, Form::Tuned), 60);
+    assert_eq!(cells(SchemaPattern::BucketSerialized, hour, Form::Tuned), 60);
     let latest = Query::Latest { balloon: 1 };
-    assert_eq!(cells(SchemaPattern::BucketNewCell, latest), 4, "one cell per column");
-    assert_eq!(cells(SchemaPattern::SingleTsUnserialized, latest), 4, "one row");
-    assert_eq!(cells(SchemaPattern::BucketSerialized, latest), 60, "the newest hour's row");
+    assert_eq!(cells(SchemaPattern::BucketNewCell, latest, Form::Tuned), 4, "one cell per column");
+    assert_eq!(cells(SchemaPattern::SingleTsUnserialized, latest, Form::Tuned), 4, "one row");
+    assert_eq!(cells(SchemaPattern::BucketSerialized, latest, Form::Tuned), 60, "the newest hour's row");
+    // Written first, `latest` is a reversed read of the balloon's prefix
+    // with a limit of one row and the newest cell of each column.
+    assert_eq!(cells(SchemaPattern::BucketNewCell, latest, Form::Natural), 4);
+    assert_eq!(cells(SchemaPattern::BucketSerialized, latest, Form::Natural), 60, "a column per minute");
+    let minute = Query::FleetMinute { minute: 70 };
+    for pattern in SchemaPattern::ALL {
+        // Each balloon's event at that minute: its cells, twice.
+        let expect = 2 * pattern.cells_per_event();
+        for form in [Form::Natural, Form::Tuned] {
+            assert_eq!(cells(pattern, minute, form), expect, "{} {form:?}", pattern.name());
+        }
+    }
 }
 
 /// The CSV's lines as maps from column to field.
@@ -100,19 +114,22 @@ fn the_report_runs_at_a_tiny_scale_and_its_csv_is_consistent() {
         dir: dir.path().to_path_buf(),
         samples: 3,
         seed: 1,
+        rounds: 2,
     };
     let mut stages = Vec::new();
-    let reports: Vec<_> = SchemaPattern::ALL
-        .into_iter()
-        .map(|p| lab::run_pattern(&config, p, &mut |s| stages.push(s.stage.to_owned())).unwrap())
-        .collect();
-    assert!(stages.iter().any(|s| s == "ingest") && stages.iter().any(|s| s == "fleet-minute"));
+    let reports = lab::run_rounds(&config, &SchemaPattern::ALL, &[lab::Engine::Cellardb], &mut |s| {
+        stages.push(s.stage.to_owned());
+    })
+    .unwrap();
+    assert!(stages.iter().any(|s| s == "ingest") && stages.iter().any(|s| s == "fleet-scan"));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "the databases are removed");
 
     let rows = parse_csv(&lab::report::csv(&reports));
-    assert_eq!(rows.len(), SchemaPattern::ALL.len());
-    for (row, pattern) in rows.iter().zip(SchemaPattern::ALL) {
+    assert_eq!(rows.len(), 2 * SchemaPattern::ALL.len(), "a line per round and pattern");
+    let patterns = SchemaPattern::ALL.iter().chain(&SchemaPattern::ALL);
+    for (i, (row, pattern)) in rows.iter().zip(patterns).enumerate() {
         assert_eq!((row["pattern"].as_str(), row["engine"].as_str()), (pattern.name(), "cellardb"));
+        assert_eq!(count(row, "round"), (i / SchemaPattern::ALL.len()) as u64);
         let n = |c: &str| number(row, c);
         assert_eq!(count(row, "events"), 2880);
         assert_eq!(count(row, "cells"), 2880 * pattern.cells_per_event());
@@ -130,8 +147,8 @@ fn the_report_runs_at_a_tiny_scale_and_its_csv_is_consistent() {
         // The log alone can be under 1: it writes a row key once per event,
         // logical bytes count it once per cell.
         assert!(n("write_amplification") > 0.1, "{row:?}");
-        for q in QueryKind::ALL {
-            let name = q.name().replace('-', "_");
+        for (kind, form) in lab::report::measured() {
+            let name = format!("{}_{}", kind.name().replace('-', "_"), form.name());
             let (p50, p99) = (n(&format!("{name}_p50_us")), n(&format!("{name}_p99_us")));
             assert!(p50 > 0.0 && p99 >= p50, "{name}: {row:?}");
             assert!(n(&format!("{name}_cells_read")) >= 1.0, "{name}: {row:?}");

@@ -477,3 +477,71 @@ fn a_cell_older_than_its_familys_max_age_is_accepted_counted_and_never_read() {
     assert_eq!(cells.iter().map(|c| c.4.as_str()).collect::<Vec<_>>(), ["kept", "fresh"]);
     assert_eq!(db.stats().unwrap().cells_expired_at_write, 1, "only the stale cell, not the one kept forever");
 }
+
+/// Reversed reads of rows too wide to gather backwards read them forward:
+/// across memtable and files, with filters and limits, they return the
+/// forward read's rows in reverse; and the newest cell of each column of
+/// the last row, read backwards with a limit of one row, decodes a few of
+/// that row's blocks, not all of them.
+#[test]
+fn reversed_reads_of_wide_rows_seek_and_match_forward_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = cellardb::Options::default().block_size(512).block_cache_size(0).open(dir.path()).unwrap();
+    let t = db.create_table("t", [("cf1", GcRule::none()), ("cf2", GcRule::none())]).unwrap();
+    let write = |row: &str, columns: usize, versions: i64| {
+        for v in 0..versions {
+            let cells = (0..columns).map(|c| {
+                let family = if c % 2 == 0 { "cf1" } else { "cf2" };
+                Mutation::set_cell(family, format!("q{c}"), 1000 * (v + 1), format!("{row}-{c}-{v}"))
+            });
+            t.mutate_row(row, cells.collect::<Vec<_>>()).unwrap();
+        }
+    };
+    write("a", 2, 1);
+    write("w1", 4, 300);
+    write("m", 3, 2);
+    write("w2", 4, 150);
+    db.flush().unwrap();
+    // Half of w2 in the memtable, half in a file; w3 wide and last, in a file.
+    write("w2", 4, 300);
+    write("w3", 4, 400);
+    db.flush().unwrap();
+    write("n", 1, 1);
+
+    let filters = [
+        Filter::pass_all(),
+        Filter::cells_per_column_limit(1),
+        Filter::timestamp_range(TimeRange::new(100_000, 200_000)),
+        Filter::column_qualifier_regex("q1"),
+        Filter::cells_per_row_limit(5),
+        Filter::value_regex("w2-.*"),
+    ];
+    for filter in &filters {
+        let mut forward = t.read_rows(RowSet::all(), filter).collect_rows().unwrap();
+        forward.reverse();
+        for limit in [0, 1, 2, 3] {
+            let backward = t.read_rows(RowSet::all(), filter).reversed().limit(limit).collect_rows().unwrap();
+            let n = if limit == 0 { forward.len() } else { limit.min(forward.len()) };
+            assert_eq!(backward, forward[..n], "{filter:?} limit {limit}");
+        }
+        let set = RowSet::new().range(RowRange::prefix("w")).key("a");
+        let mut forward = t.read_rows(set.clone(), filter).collect_rows().unwrap();
+        forward.reverse();
+        assert_eq!(t.read_rows(set, filter).reversed().collect_rows().unwrap(), forward, "{filter:?}");
+    }
+
+    db.compact_table("t").unwrap();
+    let decoded = || -> u64 { db.stats().unwrap().tables[0].families.iter().map(|f| f.blocks_decoded).sum() };
+    let before = decoded();
+    let whole = t.read_rows(RowSet::from(RowRange::prefix("w3")), &Filter::pass_all()).collect_rows().unwrap();
+    let blocks_of_w3 = decoded() - before;
+    assert!(blocks_of_w3 >= 20, "w3 spans {blocks_of_w3} blocks");
+    let before = decoded();
+    let newest = Filter::cells_per_column_limit(1);
+    let latest = t.read_rows(RowSet::from(RowRange::prefix("w")), &newest).reversed().limit(1).collect_rows().unwrap();
+    let blocks_read = decoded() - before;
+    assert_eq!(latest.len(), 1);
+    assert_eq!(latest[0].key, whole[0].key);
+    assert_eq!(latest[0].cell_count(), 4, "the newest cell of each column");
+    assert!(blocks_read * 4 <= blocks_of_w3, "read {blocks_read} of w3's {blocks_of_w3} blocks");
+}

@@ -7,23 +7,28 @@
 //! and Bigtable cells stored under the standard key
 //! `row ‖ 0 ‖ family ‖ 0 ‖ qualifier ‖ 0 ‖ (u64::MAX − timestamp) big-endian`.
 //!
-//! Reads use that key order the way a RocksDB user would: a row is the
-//! entries under `row ‖ 0`, a column those under `row ‖ 0 ‖ family ‖ 0 ‖
-//! qualifier ‖ 0`, newest first, so a column's time range is one seek and
-//! its newest cell is its first entry. The order matches Bigtable's model
-//! order (families by name, qualifiers ascending, timestamps descending) as
-//! long as row keys and qualifiers hold no 0 byte and timestamps are not
-//! negative; the balloon workload keeps to that.
+//! Reads use that key order the way a good RocksDB user reads it: one
+//! iterator per read, bounded to the row or range; a row is the entries
+//! under `row ‖ 0`, a column those under `row ‖ 0 ‖ family ‖ 0 ‖ qualifier
+//! ‖ 0`, newest first, so a named column's time range is one seek and its
+//! newest cell its first entry. Without a named column, the reader steps
+//! within a column and seeks past what a filter drops once it has stepped
+//! over a few entries (as cellardb's reader does). Cells are handed out as
+//! slices borrowed from the iterator: no copy, no allocation per cell. The
+//! order matches Bigtable's model order (families by name, qualifiers
+//! ascending, timestamps descending) as long as row keys and qualifiers
+//! hold no 0 byte and timestamps are not negative; the balloon workload
+//! keeps to that.
 
 use std::path::{Path, PathBuf};
 
-use bytes::Bytes;
 use rocksdb::statistics::Ticker;
 use rocksdb::{
-    BlockBasedOptions, DB, DBCompressionType, DBRawIterator, IteratorMode, ReadOptions, WriteBatch, WriteOptions,
+    BlockBasedOptions, Cache, DB, DBCompressionType, DBRawIterator, IteratorMode, ReadOptions, WriteBatch, WriteOptions,
 };
 
-use cellardb::{Cell, Column, Durability, Error, Family, Mutation, Result, Row, Timestamp};
+use crate::queries::CellRef;
+use cellardb::{Durability, Error, Mutation, Result};
 
 mod run;
 
@@ -67,29 +72,23 @@ pub struct CellSelection<'a> {
     pub newest_per_column: bool,
 }
 
-impl CellSelection<'_> {
-    fn in_time(&self, timestamp: i64) -> bool {
-        self.time.is_none_or(|(start, end)| (start..end).contains(&timestamp))
-    }
-}
-
 /// Adds `mutations` of `row` to `batch` (only `SetCell`s).
 fn put_cells(batch: &mut WriteBatch, row: &[u8], mutations: &[Mutation]) -> Result<()> {
     for m in mutations {
         let Mutation::SetCell { family, qualifier, timestamp, value } = m else {
             return Err(Error::InvalidArgument("the RocksDB baseline only sets cells".into()));
         };
-        batch.put(cell_key(row, family, qualifier, timestamp.micros()), value);
+        batch.put(cell_key(row, family.as_bytes(), qualifier, timestamp.micros()), value);
     }
     Ok(())
 }
 
 /// The standard key of a Bigtable cell on a sorted key-value store.
-pub fn cell_key(row: &[u8], family: &str, qualifier: &[u8], timestamp: i64) -> Vec<u8> {
+pub fn cell_key(row: &[u8], family: &[u8], qualifier: &[u8], timestamp: i64) -> Vec<u8> {
     let mut k = Vec::with_capacity(row.len() + family.len() + qualifier.len() + 11);
     k.extend_from_slice(row);
     k.push(0);
-    k.extend_from_slice(family.as_bytes());
+    k.extend_from_slice(family);
     k.push(0);
     k.extend_from_slice(qualifier);
     k.push(0);
@@ -98,8 +97,9 @@ pub fn cell_key(row: &[u8], family: &str, qualifier: &[u8], timestamp: i64) -> V
 }
 
 impl RocksBaseline {
-    /// Opens (creating) a RocksDB database in `dir`.
-    pub fn open(dir: &Path, durability: Durability) -> Result<RocksBaseline> {
+    /// Opens (creating) a RocksDB database in `dir`, with a block cache of
+    /// `block_cache_bytes` (cellardb's budget, for a comparison).
+    pub fn open(dir: &Path, durability: Durability, block_cache_bytes: usize) -> Result<RocksBaseline> {
         let mut opts = rocksdb::Options::default();
         opts.create_if_missing(true);
         opts.set_compression_type(DBCompressionType::Zstd);
@@ -108,6 +108,7 @@ impl RocksBaseline {
         opts.set_bottommost_compression_options(-14, 3, 0, 0, true);
         let mut table = BlockBasedOptions::default();
         table.set_block_size(4096);
+        table.set_block_cache(&Cache::new_lru_cache(block_cache_bytes));
         opts.set_block_based_table_factory(&table);
         opts.enable_statistics();
         let db = DB::open(&opts, dir).map_err(|e| rocks_error(dir, e))?;
@@ -148,55 +149,90 @@ impl RocksBaseline {
         self.db.compact_range::<&[u8], &[u8]>(None, None);
     }
 
-    /// Row `row` narrowed by `select`: a seek to `row ‖ 0`, or straight to
-    /// the column. `None` if no cell is selected.
+    /// Row `row` narrowed by `select`, its cells handed to `sink`: an
+    /// iterator bounded to the row, a seek to its first entry or straight
+    /// to the column. Says whether a cell was selected.
     ///
     /// # Errors
     /// `Error::Io` for RocksDB's errors, `Error::InvalidArgument` for an
     /// entry that is not a cell key.
-    pub fn read_row(&self, row: &[u8], select: &CellSelection<'_>) -> Result<Option<Row>> {
-        let mut it = self.db.raw_iterator();
+    pub fn read_row(&self, row: &[u8], select: &CellSelection<'_>, sink: &mut dyn FnMut(CellRef<'_>)) -> Result<bool> {
+        let mut read_options = ReadOptions::default();
+        read_options.set_iterate_lower_bound(row_start(row));
+        read_options.set_iterate_upper_bound(row_end(row));
+        let mut it = self.db.raw_iterator_opt(read_options);
         it.seek(row_start(row));
-        let found = read_at(&mut it, row, select)?;
+        let found = read_at(&mut it, row, select, sink)?;
         it.status().map_err(|e| rocks_error(&self.dir, e))?;
         Ok(found)
     }
 
-    /// The rows with keys in `[from, to)` (to the end if `to` is `None`)
-    /// narrowed by `select`, in key order; rows with no selected cell are
-    /// left out. `to` bounds the iterator: a row key below `to` has every
-    /// entry below it, a row key from `to` on none.
+    /// Rows `keys` narrowed by `select`, in key order, with one iterator
+    /// sought to each.
     ///
     /// # Errors
     /// As [`RocksBaseline::read_row`].
-    pub fn read_rows(&self, from: &[u8], to: Option<&[u8]>, select: &CellSelection<'_>) -> Result<Vec<Row>> {
+    pub fn read_keys(
+        &self,
+        keys: &[&[u8]],
+        select: &CellSelection<'_>,
+        sink: &mut dyn FnMut(CellRef<'_>),
+    ) -> Result<()> {
+        let mut it = self.db.raw_iterator();
+        for row in keys {
+            it.seek(row_start(row));
+            read_at(&mut it, row, select, sink)?;
+        }
+        it.status().map_err(|e| rocks_error(&self.dir, e))
+    }
+
+    /// The rows with keys in `[from, to)` (to the end if `to` is `None`)
+    /// narrowed by `select`, in key order, with one iterator bounded to the
+    /// range.
+    ///
+    /// # Errors
+    /// As [`RocksBaseline::read_row`].
+    pub fn read_rows(
+        &self,
+        from: &[u8],
+        to: Option<&[u8]>,
+        select: &CellSelection<'_>,
+        sink: &mut dyn FnMut(CellRef<'_>),
+    ) -> Result<()> {
         let mut read_options = ReadOptions::default();
+        read_options.set_iterate_lower_bound(from);
         if let Some(to) = to {
             read_options.set_iterate_upper_bound(to);
         }
         let mut it = self.db.raw_iterator_opt(read_options);
         it.seek(from);
-        let mut rows = Vec::new();
+        let mut row = Vec::new();
         while let Some(key) = it.key() {
-            let row = split_cell_key(key)?.0.to_vec();
-            rows.extend(read_at(&mut it, &row, select)?);
-            // A column read stops inside the row: step over the rest.
-            if it.key().is_some_and(|k| k.starts_with(&row_start(&row))) {
+            row.clear();
+            row.extend_from_slice(split_cell_key(key)?.0);
+            read_at(&mut it, &row, select, sink)?;
+            // A read that stopped inside the row steps over the rest.
+            if it.key().is_some_and(|k| k.starts_with(&row) && k.get(row.len()) == Some(&0)) {
                 it.seek(row_end(&row));
             }
         }
-        it.status().map_err(|e| rocks_error(&self.dir, e))?;
-        Ok(rows)
+        it.status().map_err(|e| rocks_error(&self.dir, e))
     }
 
     /// The last row with a key in `[from, to)` (to the end if `to` is
-    /// `None`) that has a cell `select` keeps: a reverse seek from `to`,
-    /// then the row read forward; a row with no such cell sends the reverse
-    /// seek on from its key.
+    /// `None`) that has a cell `select` keeps: a reverse seek to the range's
+    /// last entry, then the row read forward; a row with no such cell sends
+    /// the iterator back before it. Says whether a row was found.
     ///
     /// # Errors
     /// As [`RocksBaseline::read_row`].
-    pub fn last_row(&self, from: &[u8], to: Option<&[u8]>, select: &CellSelection<'_>) -> Result<Option<Row>> {
+    pub fn last_row(
+        &self,
+        from: &[u8],
+        to: Option<&[u8]>,
+        select: &CellSelection<'_>,
+        sink: &mut dyn FnMut(CellRef<'_>),
+    ) -> Result<bool> {
         let mut read_options = ReadOptions::default();
         read_options.set_iterate_lower_bound(from);
         if let Some(to) = to {
@@ -204,15 +240,18 @@ impl RocksBaseline {
         }
         let mut it = self.db.raw_iterator_opt(read_options);
         it.seek_to_last();
+        let mut row = Vec::new();
         while let Some(key) = it.key() {
-            let row = split_cell_key(key)?.0.to_vec();
-            if let Some(found) = self.read_row(&row, select)? {
-                return Ok(Some(found));
+            row.clear();
+            row.extend_from_slice(split_cell_key(key)?.0);
+            it.seek(row_start(&row));
+            if read_at(&mut it, &row, select, sink)? {
+                return Ok(true);
             }
             it.seek_for_prev(&row);
         }
         it.status().map_err(|e| rocks_error(&self.dir, e))?;
-        Ok(None)
+        Ok(false)
     }
 
     /// What RocksDB wrote since open, from its statistics tickers.
@@ -277,72 +316,85 @@ fn column_end(key: &[u8]) -> Vec<u8> {
 
 /// `key` as `(row, family, qualifier, timestamp)`: the row up to the first
 /// 0, the family up to the next, the timestamp the last 8 bytes after a 0.
-fn split_cell_key(key: &[u8]) -> Result<(&[u8], &str, &[u8], i64)> {
+fn split_cell_key(key: &[u8]) -> Result<(&[u8], &[u8], &[u8], i64)> {
     let bad = || Error::InvalidArgument(format!("RocksDB key {key:02x?} is not a cell key"));
     let (rest, stamp) = key.split_last_chunk::<9>().ok_or_else(bad)?;
     let [0, stamp @ ..] = *stamp else { return Err(bad()) };
     let (row, rest) = rest.split_at(rest.iter().position(|&b| b == 0).ok_or_else(bad)?);
     let (family, qualifier) = rest[1..].split_at(rest[1..].iter().position(|&b| b == 0).ok_or_else(bad)?);
-    let family = std::str::from_utf8(family).map_err(|_| bad())?;
     Ok((row, family, &qualifier[1..], (u64::MAX - u64::from_be_bytes(stamp)) as i64))
 }
 
-/// Reads `row`'s cells narrowed by `select`. With a column, seeks to it
-/// (and to the newest cell of the time range); otherwise reads from `it`,
-/// which must be at the row's first entry, skipping the rest of a column
-/// once its newest cell is taken if `select` asks for only that.
-fn read_at(it: &mut DBRawIterator<'_>, row: &[u8], select: &CellSelection<'_>) -> Result<Option<Row>> {
-    let mut found = Row { key: Bytes::copy_from_slice(row), families: Vec::new() };
-    let within = match select.column {
-        Some((family, qualifier)) => {
-            let start = column_start(row, family, qualifier);
-            match select.time {
-                Some((_, end)) => it.seek(cell_key(row, family, qualifier, end - 1)),
-                None => it.seek(&start),
-            }
-            start
+/// Entries stepped over before a reader seeks instead: a step is cheaper
+/// than a seek until a few have been taken.
+const STEPS_BEFORE_SEEK: u32 = 8;
+
+/// Hands `row`'s cells selected by `select` to `sink`. With a column, seeks
+/// to it (and to the newest cell of the time range); otherwise reads from
+/// `it`, which must be at the row's first entry, and passes over what the
+/// selection drops (cells newer than the time range, the rest of a column
+/// past it or past its newest cell) by stepping, then seeking. Says
+/// whether a cell was selected.
+fn read_at(
+    it: &mut DBRawIterator<'_>,
+    row: &[u8],
+    select: &CellSelection<'_>,
+    sink: &mut dyn FnMut(CellRef<'_>),
+) -> Result<bool> {
+    if let Some((family, qualifier)) = select.column {
+        match select.time {
+            Some((_, end)) => it.seek(cell_key(row, family.as_bytes(), qualifier, end - 1)),
+            None => it.seek(column_start(row, family, qualifier)),
         }
-        None => row_start(row),
-    };
-    while let Some((key, value)) = it.item()
-        && key.starts_with(&within)
-    {
-        let (_, family, qualifier, timestamp) = split_cell_key(key)?;
-        // Timestamps fall along a column: past the range's start, the
-        // column has nothing more to give.
-        if select.column.is_some() && select.time.is_some_and(|(start, _)| timestamp < start) {
+    }
+    let mut found = false;
+    let mut steps = 0;
+    while let Some((key, value)) = it.item() {
+        let (key_row, family, qualifier, timestamp) = split_cell_key(key)?;
+        if key_row != row || select.column.is_some_and(|(f, q)| (f.as_bytes(), q) != (family, qualifier)) {
             break;
         }
-        if !select.in_time(timestamp) {
-            it.next();
+        let (start, end) = select.time.unwrap_or((i64::MIN, i64::MAX));
+        // Cells come newest first within a column: past the range's start
+        // (or past the newest cell wanted), the column has nothing more.
+        let column_done = timestamp < start;
+        if timestamp >= end || column_done {
+            if column_done && select.column.is_some() {
+                break;
+            }
+            steps += 1;
+            if steps <= STEPS_BEFORE_SEEK {
+                it.next();
+            } else {
+                let target = if column_done { column_end(key) } else { cell_key(row, family, qualifier, end - 1) };
+                steps = 0;
+                it.seek(target);
+            }
             continue;
         }
-        push_cell(
-            &mut found,
-            family,
-            qualifier,
-            Cell { timestamp: Timestamp::from_micros(timestamp), value: Bytes::copy_from_slice(value), labels: vec![] },
-        );
+        sink(CellRef { row, qualifier, timestamp, value });
+        found = true;
         if select.newest_per_column {
-            let next = column_end(key);
-            it.seek(next);
+            if select.column.is_some() {
+                break;
+            }
+            let next_column = column_end(key);
+            skip_to(it, &next_column);
         } else {
             it.next();
         }
+        steps = 0;
     }
-    Ok((!found.families.is_empty()).then_some(found))
+    Ok(found)
 }
 
-/// Appends `cell` to `row`, whose cells arrive in model order.
-fn push_cell(row: &mut Row, family: &str, qualifier: &[u8], cell: Cell) {
-    if row.families.last().is_none_or(|f| f.name != family) {
-        row.families.push(Family { name: family.to_owned(), columns: Vec::new() });
+/// Moves `it` to the first entry not below `target`: a few steps, then a seek.
+fn skip_to(it: &mut DBRawIterator<'_>, target: &[u8]) {
+    for _ in 0..STEPS_BEFORE_SEEK {
+        it.next();
+        if it.key().is_none_or(|k| k >= target) {
+            return;
+        }
     }
-    let Some(f) = row.families.last_mut() else { return };
-    if f.columns.last().is_none_or(|c| c.qualifier != qualifier) {
-        f.columns.push(Column { qualifier: Bytes::copy_from_slice(qualifier), cells: Vec::new() });
-    }
-    if let Some(c) = f.columns.last_mut() {
-        c.cells.push(cell);
-    }
+    it.seek(target);
 }

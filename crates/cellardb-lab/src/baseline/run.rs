@@ -10,14 +10,15 @@
 //! names one.
 
 use crate::baseline::{CellSelection, RocksBaseline};
-use crate::queries::{Answer, Plan, Query, Rows};
+use crate::queries::{Answer, CellCollector, CellRef, Form, Plan, Query, Rows};
 use crate::run::{LabConfig, LabEngine, PatternReport, Progress, measure, remove_dir};
 use crate::workload::{SchemaPattern, Workload};
-use cellardb::{Mutation, Result, Row};
+use cellardb::{Mutation, Result};
 
 /// Loads `pattern` into a fresh RocksDB database under `config.dir`, with
-/// `config.options`' durability, and measures it as [`crate::run_pattern`]
-/// measures cellardb; the database is removed afterwards.
+/// `config.options`' durability and block-cache size, and measures it as
+/// [`crate::run_pattern`] measures cellardb; the database is removed
+/// afterwards.
 ///
 /// # Errors
 /// RocksDB's errors as `Error::Io`; `Error::InvalidArgument` if a query
@@ -29,21 +30,24 @@ pub fn run_pattern(
 ) -> Result<PatternReport> {
     let dir = config.dir.join(format!("rocksdb-{}", pattern.name()));
     remove_dir(&dir)?;
-    let engine = RocksBaseline::open(&dir, config.options.get_durability())?;
+    let engine = RocksBaseline::open(&dir, config.options.get_durability(), config.options.get_block_cache_size())?;
     let report = measure(config, pattern, "rocksdb", &dir, Box::new(engine), progress);
     remove_dir(&dir)?;
     report
 }
 
-/// Runs `q` on `db`, which holds `pattern`'s rows of `w`: what
+/// Runs `q` in `form` on `db`, which holds `pattern`'s rows of `w`: what
 /// [`Query::run`] is for cellardb.
 ///
 /// # Errors
 /// RocksDB's errors as `Error::Io`; `Error::InvalidArgument` for rows that
 /// do not decode as `pattern`'s.
-pub fn query(db: &RocksBaseline, pattern: SchemaPattern, w: &Workload, q: &Query) -> Result<Answer> {
-    let plan = q.plan(pattern, w);
-    plan.answer(pattern, &read(db, &plan, pattern.family())?)
+pub fn query(db: &RocksBaseline, pattern: SchemaPattern, w: &Workload, form: Form, q: &Query) -> Result<Answer> {
+    let mut cells = CellCollector::default();
+    for plan in q.plans(pattern, w, form) {
+        read(db, &plan, &mut |c| cells.push(c))?;
+    }
+    q.answer(pattern, w, form, &cells)
 }
 
 impl LabEngine for RocksBaseline {
@@ -66,8 +70,8 @@ impl LabEngine for RocksBaseline {
         Ok(w.wal_bytes + w.flush_bytes + w.compaction_bytes)
     }
 
-    fn query(&self, pattern: SchemaPattern, w: &Workload, q: &Query) -> Result<Answer> {
-        query(self, pattern, w, q)
+    fn read(&self, plan: &Plan, sink: &mut dyn FnMut(CellRef<'_>)) -> Result<()> {
+        read(self, plan, sink)
     }
 
     /// Dropping the `DB` closes it: its files are synced and closed.
@@ -77,40 +81,46 @@ impl LabEngine for RocksBaseline {
     }
 }
 
-/// The rows `plan` reads from `db`, whose cells are all in `family`.
-fn read(db: &RocksBaseline, plan: &Plan, family: &str) -> Result<Vec<Row>> {
+/// Reads `plan` from `db`, handing each cell to `sink`.
+fn read(db: &RocksBaseline, plan: &Plan, sink: &mut dyn FnMut(CellRef<'_>)) -> Result<()> {
     let select = CellSelection {
-        column: plan.column.map(|q| (family, q.as_bytes())),
+        column: plan.column.map(|q| (plan.family, q.as_bytes())),
         time: plan.time,
         newest_per_column: plan.newest_per_column,
     };
     let (from, to) = match &plan.rows {
-        Rows::Keys(keys) => return read_keys(db, keys, plan.last_row_only, &select),
+        Rows::Keys(keys) => return read_keys(db, keys, plan.last_row_only, &select, sink),
         Rows::Range(from, to) => (from.as_bytes().to_vec(), Some(to.as_bytes().to_vec())),
         Rows::Prefix(p) => (p.as_bytes().to_vec(), prefix_end(p.as_bytes())),
         Rows::All => (Vec::new(), None),
     };
     if plan.last_row_only {
-        return Ok(db.last_row(&from, to.as_deref(), &select)?.into_iter().collect());
+        db.last_row(&from, to.as_deref(), &select, sink)?;
+        return Ok(());
     }
-    db.read_rows(&from, to.as_deref(), &select)
+    db.read_rows(&from, to.as_deref(), &select, sink)
 }
 
-/// Rows `keys`, one seek each in key order; only the last one found if
-/// `last_only`.
-fn read_keys(db: &RocksBaseline, keys: &[String], last_only: bool, select: &CellSelection<'_>) -> Result<Vec<Row>> {
-    let mut keys: Vec<&String> = keys.iter().collect();
-    keys.sort();
+/// Rows `keys` in key order; only the last one with a selected cell if `last_only`.
+fn read_keys(
+    db: &RocksBaseline,
+    keys: &[String],
+    last_only: bool,
+    select: &CellSelection<'_>,
+    sink: &mut dyn FnMut(CellRef<'_>),
+) -> Result<()> {
+    let mut keys: Vec<&[u8]> = keys.iter().map(String::as_bytes).collect();
+    keys.sort_unstable();
     keys.dedup();
     if last_only {
         for k in keys.iter().rev() {
-            if let Some(row) = db.read_row(k.as_bytes(), select)? {
-                return Ok(vec![row]);
+            if db.read_row(k, select, sink)? {
+                break;
             }
         }
-        return Ok(Vec::new());
+        return Ok(());
     }
-    keys.into_iter().map(|k| db.read_row(k.as_bytes(), select)).filter_map(Result::transpose).collect()
+    db.read_keys(&keys, select, sink)
 }
 
 /// The first key after every key starting with `prefix`: its last byte

@@ -15,7 +15,7 @@ use crate::model::cell::now_micros;
 use crate::model::mutation::validate_row_key;
 use crate::model::row_set::KeySpan;
 use crate::model::{Filter, Row, RowSet};
-use crate::read::{FamilyView, RowScanner};
+use crate::read::{FamilyView, RowScanner, Scanned};
 use crate::sst::SstIter;
 use crate::{Error, Result};
 
@@ -100,7 +100,8 @@ struct Started {
     now: i64,
     families: Arc<Vec<FamilyView>>,
     spans: VecDeque<KeySpan>,
-    scanner: Option<RowScanner>,
+    /// The rows of the span being read, and the span.
+    scanner: Option<(RowScanner, KeySpan)>,
 }
 
 impl Iterator for ReadRows {
@@ -131,12 +132,24 @@ impl ReadRows {
             if s.scanner.is_none() {
                 let Some(span) = s.spans.pop_front() else { return Ok(None) };
                 let merge = merge_span(&s.sv, &s.families, &span, reverse, &self.table)?;
-                s.scanner =
-                    Some(RowScanner::new(merge, s.families.clone(), filter.clone(), s.snapshot, s.now, reverse));
+                let scanner = RowScanner::new(merge, s.families.clone(), filter.clone(), s.snapshot, s.now, reverse);
+                s.scanner = Some((scanner, span));
             }
-            match s.scanner.as_mut().map(RowScanner::next_row).transpose()? {
-                Some(Some(row)) => return Ok(Some(row)),
-                _ => s.scanner = None,
+            let Some((scanner, _)) = s.scanner.as_mut() else { return Ok(None) };
+            match scanner.next_row()? {
+                Scanned::Row(row) => return Ok(Some(row)),
+                Scanned::End => s.scanner = None,
+                Scanned::Wide(key) => {
+                    // What is left of the span lies below the wide row: a
+                    // new reversed merge starts there, from the files'
+                    // indexes, instead of stepping through the row.
+                    if let Some((_, span)) = s.scanner.take() {
+                        s.spans.push_front(KeySpan { lo: span.lo, hi: Some(key.clone()) });
+                    }
+                    if let Some(row) = read_forward(s, &self.table, key, &filter)? {
+                        return Ok(Some(row));
+                    }
+                }
             }
         }
     }
@@ -164,6 +177,20 @@ impl ReadRows {
             spans = spans.into_iter().rev().collect();
         }
         Ok(Started { sv, snapshot, now: now_micros(), families: Arc::new(families), spans, scanner: None })
+    }
+}
+
+/// Row `key` of `table` read forward from read `s`'s snapshot, so that the
+/// filter can seek within it.
+fn read_forward(s: &Started, table: &Table, key: Bytes, filter: &Arc<Filter>) -> Result<Option<Row>> {
+    let mut hi = key.to_vec();
+    hi.push(0);
+    let span = KeySpan { lo: key, hi: Some(Bytes::from(hi)) };
+    let merge = merge_span(&s.sv, &s.families, &span, false, table)?;
+    let mut scanner = RowScanner::new(merge, s.families.clone(), filter.clone(), s.snapshot, s.now, false);
+    match scanner.next_row()? {
+        Scanned::Row(row) => Ok(Some(row)),
+        Scanned::End | Scanned::Wide(_) => Ok(None),
     }
 }
 

@@ -42,6 +42,17 @@ pub(crate) enum Step {
     Seek(InternalKey),
 }
 
+/// What a gather found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Gather {
+    /// A row, whole.
+    Row,
+    /// A row with more entries than the cap: only its key.
+    TooWide,
+    /// Nothing: the merge is exhausted.
+    End,
+}
+
 /// The entries of the row last gathered.
 #[derive(Debug, Default)]
 pub(crate) struct RowGather {
@@ -62,13 +73,37 @@ impl RowGather {
         &mut self,
         merge: &mut MergingIter,
         reverse: bool,
-        mut skipper: Option<&mut dyn Skipper>,
+        skipper: Option<&mut dyn Skipper>,
     ) -> Result<bool> {
+        Ok(matches!(self.gather(merge, reverse, skipper, usize::MAX)?, Gather::Row))
+    }
+
+    /// [`RowGather::next_row_skipping`], giving up on a row of more than
+    /// `cap` entries: then only its key is kept ([`RowGather::key`]) and
+    /// the merge is left inside the row. A reversed read cannot seek within
+    /// a row, so it reads a wide row forward instead.
+    pub fn next_row_capped(
+        &mut self,
+        merge: &mut MergingIter,
+        reverse: bool,
+        skipper: Option<&mut dyn Skipper>,
+        cap: usize,
+    ) -> Result<Gather> {
+        self.gather(merge, reverse, skipper, cap)
+    }
+
+    fn gather(
+        &mut self,
+        merge: &mut MergingIter,
+        reverse: bool,
+        mut skipper: Option<&mut dyn Skipper>,
+        cap: usize,
+    ) -> Result<Gather> {
         self.entries.clear();
         self.bytes.clear();
         self.key.clear();
         let Some((_, first)) = merge.current() else {
-            return Ok(false);
+            return Ok(Gather::End);
         };
         self.key.extend_from_slice(first.row);
         if let Some(s) = skipper.as_deref_mut() {
@@ -96,6 +131,11 @@ impl RowGather {
                     continue;
                 }
             }
+            if self.entries.len() == cap {
+                self.entries.clear();
+                self.bytes.clear();
+                return Ok(Gather::TooWide);
+            }
             let qualifier = match self.entries.last() {
                 Some(prev) if &self.bytes[prev.qualifier.clone()] == e.qualifier => prev.qualifier.clone(),
                 _ => append(&mut self.bytes, e.qualifier),
@@ -107,7 +147,7 @@ impl RowGather {
         if reverse {
             self.entries.reverse();
         }
-        Ok(true)
+        Ok(Gather::Row)
     }
 
     /// The row's key.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::Result;
-use crate::iter::{MergingIter, RowGather, Skipper};
+use crate::iter::{Gather, MergingIter, RowGather, Skipper};
 use crate::model::assemble::{FamilyRules, LiveCell, assemble_family};
 use crate::model::filter::{Filter, RowCell, RowView};
 use crate::model::range_drop::dropped_below;
@@ -25,6 +25,26 @@ pub(crate) struct FamilyView {
     pub aggregate: Option<Aggregate>,
     /// The family's dropped row ranges.
     pub drops: Vec<RangeDrop>,
+}
+
+/// Entries a reversed read gathers of one row before it gives up and reads
+/// the row forward. A merge cannot seek backwards within a row, so a
+/// reversed read of a wide row would step over every entry of it, however
+/// few the filter keeps (the newest cell of each column of a week of
+/// minutes: four cells of 40 000). Reading the row forward lets the filter
+/// seek; for a narrow row, the entries already gathered are cheaper than
+/// setting up another merge.
+pub(crate) const WIDE_ROW_ENTRIES: usize = 128;
+
+/// What a scanner found next.
+pub(crate) enum Scanned {
+    /// A row.
+    Row(Row),
+    /// The key of a row a reversed read found too wide to gather
+    /// backwards; the scanner is left inside it, and is done with.
+    Wide(Bytes),
+    /// Nothing more in the span.
+    End,
 }
 
 /// Rows out of a merge of every source of one span of keys.
@@ -70,12 +90,17 @@ impl RowScanner {
         }
     }
 
-    /// The next row with at least one cell after deletes, GC and the filter.
-    pub fn next_row(&mut self) -> Result<Option<Row>> {
+    /// The next row with at least one cell after deletes, GC and the
+    /// filter; in a reversed read, the key of a row too wide to gather
+    /// backwards instead ([`WIDE_ROW_ENTRIES`]).
+    pub fn next_row(&mut self) -> Result<Scanned> {
+        let cap = if self.reverse { WIDE_ROW_ENTRIES } else { usize::MAX };
         loop {
             let skipper = self.seeker.as_mut().map(|s| s as &mut dyn Skipper);
-            if !self.row.next_row_skipping(&mut self.merge, self.reverse, skipper)? {
-                return Ok(None);
+            match self.row.next_row_capped(&mut self.merge, self.reverse, skipper, cap)? {
+                Gather::Row => {}
+                Gather::TooWide => return Ok(Scanned::Wide(Bytes::copy_from_slice(self.row.key()))),
+                Gather::End => return Ok(Scanned::End),
             }
             self.find_live();
             if self.live.is_empty() {
@@ -90,8 +115,8 @@ impl RowScanner {
             let mut cells = self.filter.apply(&view, cells);
             let row = (!cells.is_empty()).then(|| self.group(&mut cells));
             self.cells = cells;
-            if row.is_some() {
-                return Ok(row);
+            if let Some(row) = row {
+                return Ok(Scanned::Row(row));
             }
         }
     }

@@ -230,12 +230,9 @@ pub(crate) fn measure(
         let runs = if kind.is_fleet() { (config.samples / 20).max(3) } else { config.samples.max(1) };
         for &form in kind.forms() {
             report(kind.name(), 0, runs as u64);
-            // Each form gets the same parameters.
-            let mut random = random.clone();
+            // Each form draws its own parameters: with the same ones, the
+            // form measured second would find the first one's blocks cached.
             queries.push(time_query(pattern, &w, &*engine, (kind, form), runs, &mut random)?);
-        }
-        for _ in 0..runs {
-            random.next_u64();
         }
     }
     engine.close()?;

@@ -30,24 +30,43 @@ use regex::bytes::{Regex, RegexBuilder};
 #[derive(Debug, Clone)]
 pub struct BytesRegex {
     source: String,
-    compiled: std::result::Result<Regex, String>,
+    compiled: std::result::Result<Matcher, String>,
+}
+
+/// How a valid pattern is matched.
+#[derive(Debug, Clone)]
+enum Matcher {
+    /// A pattern with no metacharacter matches itself only: compared as
+    /// bytes, it costs no compilation (a filter naming one column, the
+    /// commonest, is built on every read).
+    Literal,
+    /// Anything else, compiled and anchored.
+    Regex(Regex),
 }
 
 impl BytesRegex {
     pub(crate) fn new(source: &str) -> Self {
+        if is_literal(source) {
+            return BytesRegex { source: source.to_owned(), compiled: Ok(Matcher::Literal) };
+        }
         let build =
             |pattern: &str| RegexBuilder::new(pattern).unicode(false).octal(true).build().map_err(|e| e.to_string());
         // The pattern must be valid on its own: wrapping an invalid one such
         // as `a)|(b` in the anchors could make it valid, and wrong.
         let compiled = translate(source)
-            .and_then(|translated| build(&translated).and_then(|_| build(&format!("^(?:{translated})$"))));
+            .and_then(|translated| build(&translated).and_then(|_| build(&format!("^(?:{translated})$"))))
+            .map(Matcher::Regex);
         BytesRegex { source: source.to_owned(), compiled }
     }
 
     /// Whether the pattern matches the whole of `haystack` (never, for a
     /// pattern that does not compile: filters are validated first).
     pub(crate) fn is_match(&self, haystack: &[u8]) -> bool {
-        self.compiled.as_ref().is_ok_and(|r| r.is_match(haystack))
+        match &self.compiled {
+            Ok(Matcher::Literal) => haystack == self.source.as_bytes(),
+            Ok(Matcher::Regex(r)) => r.is_match(haystack),
+            Err(_) => false,
+        }
     }
 
     /// Why the pattern does not compile, if it does not.
@@ -63,10 +82,14 @@ impl BytesRegex {
     /// The one string the pattern matches, if it is a plain literal (no
     /// metacharacter at all).
     pub(crate) fn literal(&self) -> Option<&[u8]> {
-        const META: &[u8] = b"\\.+*?()|[]{}^$";
-        let s = self.source.as_bytes();
-        (!s.iter().any(|b| META.contains(b))).then_some(s)
+        is_literal(&self.source).then_some(self.source.as_bytes())
     }
+}
+
+/// Whether `pattern` holds no metacharacter, so matches itself only.
+fn is_literal(pattern: &str) -> bool {
+    const META: &[u8] = b"\\.+*?()|[]{}^$";
+    !pattern.bytes().any(|b| META.contains(&b))
 }
 
 impl PartialEq for BytesRegex {
@@ -220,6 +243,19 @@ mod tests {
         let re = BytesRegex::new(pattern);
         assert!(re.error().is_none(), "{pattern}: {:?}", re.error());
         re.is_match(haystack)
+    }
+
+    #[test]
+    fn a_literal_pattern_matches_as_its_compiled_form_would() {
+        let compiled =
+            |pattern: &str| RegexBuilder::new(&format!("^(?:{pattern})$")).unicode(false).build().expect("compiles");
+        let haystacks: [&[u8]; 7] = [b"pressure", b"pressures", b"", b"a-b", "été".as_bytes(), b"x y", b"\xe9t\xe9"];
+        for pattern in ["pressure", "", "a-b", "été", "x y", "A"] {
+            assert!(BytesRegex::new(pattern).literal().is_some(), "{pattern}");
+            for h in haystacks {
+                assert_eq!(matches(pattern, h), compiled(pattern).is_match(h), "{pattern} on {h:?}");
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,131 @@
+//! What a read costs, piece by piece, through the public API:
+//!
+//! - `point-read`: one narrow row by key, every block cached: the fixed
+//!   cost of a read (snapshot, sources, filter, assembly of a few cells);
+//! - `point-read-missing`: a key no file holds (bloom filters and the index
+//!   turn every file down);
+//! - `block-decode`: the same point read with no block cache, so each read
+//!   fetches, checks and decodes one data block;
+//! - `seek`: one column of a wide row over an hour, a seek into the column;
+//! - `reversed-seek`: the newest cell of each column of a prefix's last
+//!   row, read backwards with a limit of one row;
+//! - `row-assembly`: a wide row read whole (cached), cells per second.
+//!
+//! The data is a week of minutes for 64 sources in two layouts: narrow rows
+//! (a row per source and minute, four columns) and wide rows (a row per
+//! source and week, four columns of 10 080 cells), fully compacted.
+
+use std::hint::black_box;
+use std::path::Path;
+
+use cellardb::{Db, Filter, GcRule, Mutation, Options, RowRange, RowSet, Table, TimeRange};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+
+const SOURCES: u32 = 64;
+const MINUTES: i64 = 7 * 1440;
+const COLUMNS: [&str; 4] = ["altitude", "humidity", "pressure", "temperature"];
+const MINUTE_MICROS: i64 = 60_000_000;
+
+fn narrow_key(source: u32, minute: i64) -> String {
+    format!("src{source:04}#{minute:06}")
+}
+
+fn wide_key(source: u32) -> String {
+    format!("src{source:04}#week")
+}
+
+/// A value that drifts as a measurement does.
+fn value(source: u32, minute: i64, column: u16) -> String {
+    (i64::from(source) * 7 + minute / 3 + i64::from(column) * 1000).to_string()
+}
+
+fn load(dir: &Path, cache: usize) -> (Db, Table, Table) {
+    let db = Options::default().block_cache_size(cache).open(dir).expect("open");
+    let narrow = db.create_table("narrow", [("m", GcRule::none())]).expect("narrow");
+    let wide = db.create_table("wide", [("m", GcRule::none())]).expect("wide");
+    for minute in 0..MINUTES {
+        let ts = minute * MINUTE_MICROS;
+        for source in 0..SOURCES {
+            let cells: Vec<Mutation> =
+                (0..).zip(COLUMNS).map(|(c, q)| Mutation::set_cell("m", q, ts, value(source, minute, c))).collect();
+            narrow.mutate_row(narrow_key(source, minute), cells.clone()).expect("write");
+            wide.mutate_row(wide_key(source), cells).expect("write");
+        }
+    }
+    db.compact_table("narrow").expect("compact");
+    db.compact_table("wide").expect("compact");
+    (db, narrow, wide)
+}
+
+fn reads(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, narrow, wide) = load(dir.path(), 64 << 20);
+    let mut group = c.benchmark_group("read");
+    let mut i = 0u32;
+    let mut next = move || {
+        i = i.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        i
+    };
+    let all = Filter::pass_all();
+    group.bench_function("point-read", |b| {
+        b.iter(|| {
+            let r = next();
+            let key = narrow_key(r % SOURCES, i64::from(r >> 8) % MINUTES);
+            black_box(narrow.read_row(key, &all).expect("read").expect("row"))
+        });
+    });
+    group.bench_function("point-read-missing", |b| {
+        b.iter(|| {
+            let r = next();
+            let key = format!("{}x", narrow_key(r % SOURCES, i64::from(r >> 8) % MINUTES));
+            assert!(narrow.read_row(key, &all).expect("read").is_none());
+        });
+    });
+    group.bench_function("seek", |b| {
+        b.iter(|| {
+            let r = next();
+            let hour = i64::from(r >> 8) % (MINUTES / 60);
+            let time = TimeRange::new(hour * 3600 * 1_000_000, (hour + 1) * 3600 * 1_000_000);
+            let filter = Filter::chain([Filter::column_qualifier_regex("pressure"), Filter::timestamp_range(time)]);
+            let row = wide.read_row(wide_key(r % SOURCES), &filter).expect("read").expect("row");
+            assert_eq!(row.cell_count(), 60);
+        });
+    });
+    let newest = Filter::cells_per_column_limit(1);
+    group.bench_function("reversed-seek", |b| {
+        b.iter(|| {
+            let prefix = format!("src{:04}#", next() % SOURCES);
+            let rows = wide.read_rows(RowSet::from(RowRange::prefix(prefix)), &newest).reversed().limit(1);
+            let rows = rows.collect_rows().expect("read");
+            assert_eq!(rows[0].cell_count(), COLUMNS.len());
+        });
+    });
+    group.throughput(Throughput::Elements(MINUTES as u64 * COLUMNS.len() as u64));
+    group.bench_function("row-assembly", |b| {
+        b.iter(|| black_box(wide.read_row(wide_key(next() % SOURCES), &all).expect("read").expect("row")));
+    });
+    group.finish();
+    db.close().expect("close");
+
+    let db = Options::default().block_cache_size(0).open(dir.path()).expect("reopen");
+    let narrow = db.table("narrow").expect("table");
+    let mut group = c.benchmark_group("read");
+    group.bench_function("block-decode", |b| {
+        b.iter(|| {
+            let r = next();
+            let key = narrow_key(r % SOURCES, i64::from(r >> 8) % MINUTES);
+            black_box(narrow.read_row(key, &all).expect("read").expect("row"))
+        });
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(std::time::Duration::from_millis(300))
+        .measurement_time(std::time::Duration::from_secs(2));
+    targets = reads
+}
+criterion_main!(benches);

@@ -30,7 +30,7 @@ pub struct Args {
     /// Patterns to run, comma-separated (default: all five).
     #[arg(long, value_delimiter = ',', value_parser = parse_pattern)]
     patterns: Vec<SchemaPattern>,
-    /// Runs of each point query (fleet-minute, a full scan, runs a twentieth as often).
+    /// Runs of each point query in each form (fleet-minute and fleet-scan, which read every balloon, run a twentieth as often).
     #[arg(long, default_value_t = 100)]
     samples: usize,
     /// Seed of the query parameters.

@@ -173,8 +173,8 @@ impl LabEngine for Cellar {
 const TABLE: &str = "balloons";
 
 /// Loads `pattern` into a fresh cellardb database under `config.dir`,
-/// flushes and fully compacts it, times the queries (checking one run of
-/// each against the generator), and removes the database.
+/// flushes and fully compacts it, times the queries (checking every run
+/// against the generator), and removes the database.
 ///
 /// # Errors
 /// The engine's errors; `Error::InvalidArgument` if a query returns other

@@ -13,7 +13,9 @@
 //!
 //! The data is a week of minutes for 64 sources in two layouts: narrow rows
 //! (a row per source and minute, four columns) and wide rows (a row per
-//! source and week, four columns of 10 080 cells), fully compacted.
+//! source and week, four columns of 10 080 cells), fully compacted. Under
+//! `cargo test --benches`, where each benchmark runs once, it is a day of
+//! 4 sources.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -21,8 +23,10 @@ use std::path::Path;
 use cellardb::{Db, Filter, GcRule, Mutation, Options, RowRange, RowSet, Table, TimeRange};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
-const SOURCES: u32 = 64;
-const MINUTES: i64 = 7 * 1440;
+/// Sources and minutes: small when criterion runs each benchmark once as a test.
+fn scale() -> (u32, i64) {
+    if std::env::args().any(|a| a == "--bench") { (64, 7 * 1440) } else { (4, 1440) }
+}
 const COLUMNS: [&str; 4] = ["altitude", "humidity", "pressure", "temperature"];
 const MINUTE_MICROS: i64 = 60_000_000;
 
@@ -39,13 +43,13 @@ fn value(source: u32, minute: i64, column: u16) -> String {
     (i64::from(source) * 7 + minute / 3 + i64::from(column) * 1000).to_string()
 }
 
-fn load(dir: &Path, cache: usize) -> (Db, Table, Table) {
+fn load(dir: &Path, cache: usize, (sources, minutes): (u32, i64)) -> (Db, Table, Table) {
     let db = Options::default().block_cache_size(cache).open(dir).expect("open");
     let narrow = db.create_table("narrow", [("m", GcRule::none())]).expect("narrow");
     let wide = db.create_table("wide", [("m", GcRule::none())]).expect("wide");
-    for minute in 0..MINUTES {
+    for minute in 0..minutes {
         let ts = minute * MINUTE_MICROS;
-        for source in 0..SOURCES {
+        for source in 0..sources {
             let cells: Vec<Mutation> =
                 (0..).zip(COLUMNS).map(|(c, q)| Mutation::set_cell("m", q, ts, value(source, minute, c))).collect();
             narrow.mutate_row(narrow_key(source, minute), cells.clone()).expect("write");
@@ -59,7 +63,8 @@ fn load(dir: &Path, cache: usize) -> (Db, Table, Table) {
 
 fn reads(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (db, narrow, wide) = load(dir.path(), 64 << 20);
+    let (sources, minutes) = scale();
+    let (db, narrow, wide) = load(dir.path(), 64 << 20, (sources, minutes));
     let mut group = c.benchmark_group("read");
     let mut i = 0u32;
     let mut next = move || {
@@ -70,39 +75,39 @@ fn reads(c: &mut Criterion) {
     group.bench_function("point-read", |b| {
         b.iter(|| {
             let r = next();
-            let key = narrow_key(r % SOURCES, i64::from(r >> 8) % MINUTES);
+            let key = narrow_key(r % sources, i64::from(r >> 8) % minutes);
             black_box(narrow.read_row(key, &all).expect("read").expect("row"))
         });
     });
     group.bench_function("point-read-missing", |b| {
         b.iter(|| {
             let r = next();
-            let key = format!("{}x", narrow_key(r % SOURCES, i64::from(r >> 8) % MINUTES));
+            let key = format!("{}x", narrow_key(r % sources, i64::from(r >> 8) % minutes));
             assert!(narrow.read_row(key, &all).expect("read").is_none());
         });
     });
     group.bench_function("seek", |b| {
         b.iter(|| {
             let r = next();
-            let hour = i64::from(r >> 8) % (MINUTES / 60);
+            let hour = i64::from(r >> 8) % (minutes / 60);
             let time = TimeRange::new(hour * 3600 * 1_000_000, (hour + 1) * 3600 * 1_000_000);
             let filter = Filter::chain([Filter::column_qualifier_regex("pressure"), Filter::timestamp_range(time)]);
-            let row = wide.read_row(wide_key(r % SOURCES), &filter).expect("read").expect("row");
+            let row = wide.read_row(wide_key(r % sources), &filter).expect("read").expect("row");
             assert_eq!(row.cell_count(), 60);
         });
     });
     let newest = Filter::cells_per_column_limit(1);
     group.bench_function("reversed-seek", |b| {
         b.iter(|| {
-            let prefix = format!("src{:04}#", next() % SOURCES);
+            let prefix = format!("src{:04}#", next() % sources);
             let rows = wide.read_rows(RowSet::from(RowRange::prefix(prefix)), &newest).reversed().limit(1);
             let rows = rows.collect_rows().expect("read");
             assert_eq!(rows[0].cell_count(), COLUMNS.len());
         });
     });
-    group.throughput(Throughput::Elements(MINUTES as u64 * COLUMNS.len() as u64));
+    group.throughput(Throughput::Elements(minutes.unsigned_abs() * COLUMNS.len() as u64));
     group.bench_function("row-assembly", |b| {
-        b.iter(|| black_box(wide.read_row(wide_key(next() % SOURCES), &all).expect("read").expect("row")));
+        b.iter(|| black_box(wide.read_row(wide_key(next() % sources), &all).expect("read").expect("row")));
     });
     group.finish();
     db.close().expect("close");
@@ -113,7 +118,7 @@ fn reads(c: &mut Criterion) {
     group.bench_function("block-decode", |b| {
         b.iter(|| {
             let r = next();
-            let key = narrow_key(r % SOURCES, i64::from(r >> 8) % MINUTES);
+            let key = narrow_key(r % sources, i64::from(r >> 8) % minutes);
             black_box(narrow.read_row(key, &all).expect("read").expect("row"))
         });
     });

@@ -314,18 +314,8 @@ impl CellCollector {
             self.bytes.extend_from_slice(part);
         }
         let end = self.bytes.len();
+        // The row key starts where the previous cell's value ends.
         self.cells.push((end - c.value.len() - c.qualifier.len(), end - c.value.len(), end, c.timestamp));
-        // The row key's start is the end of the previous cell's value.
-    }
-
-    /// The cells collected.
-    pub fn len(&self) -> usize {
-        self.cells.len()
-    }
-
-    /// Whether none was.
-    pub fn is_empty(&self) -> bool {
-        self.cells.is_empty()
     }
 
     fn cell(&self, i: usize) -> CellRef<'_> {

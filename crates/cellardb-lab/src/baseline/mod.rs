@@ -157,10 +157,7 @@ impl RocksBaseline {
     /// `Error::Io` for RocksDB's errors, `Error::InvalidArgument` for an
     /// entry that is not a cell key.
     pub fn read_row(&self, row: &[u8], select: &CellSelection<'_>, sink: &mut dyn FnMut(CellRef<'_>)) -> Result<bool> {
-        let mut read_options = ReadOptions::default();
-        read_options.set_iterate_lower_bound(row_start(row));
-        read_options.set_iterate_upper_bound(row_end(row));
-        let mut it = self.db.raw_iterator_opt(read_options);
+        let mut it = self.db.raw_iterator_opt(bounded(&row_start(row), Some(&row_end(row))));
         it.seek(row_start(row));
         let found = read_at(&mut it, row, select, sink)?;
         it.status().map_err(|e| rocks_error(&self.dir, e))?;
@@ -199,12 +196,7 @@ impl RocksBaseline {
         select: &CellSelection<'_>,
         sink: &mut dyn FnMut(CellRef<'_>),
     ) -> Result<()> {
-        let mut read_options = ReadOptions::default();
-        read_options.set_iterate_lower_bound(from);
-        if let Some(to) = to {
-            read_options.set_iterate_upper_bound(to);
-        }
-        let mut it = self.db.raw_iterator_opt(read_options);
+        let mut it = self.db.raw_iterator_opt(bounded(from, to));
         it.seek(from);
         let mut row = Vec::new();
         while let Some(key) = it.key() {
@@ -233,12 +225,7 @@ impl RocksBaseline {
         select: &CellSelection<'_>,
         sink: &mut dyn FnMut(CellRef<'_>),
     ) -> Result<bool> {
-        let mut read_options = ReadOptions::default();
-        read_options.set_iterate_lower_bound(from);
-        if let Some(to) = to {
-            read_options.set_iterate_upper_bound(to);
-        }
-        let mut it = self.db.raw_iterator_opt(read_options);
+        let mut it = self.db.raw_iterator_opt(bounded(from, to));
         it.seek_to_last();
         let mut row = Vec::new();
         while let Some(key) = it.key() {
@@ -287,6 +274,17 @@ impl RocksBaseline {
             })
             .unwrap_or(0)
     }
+}
+
+/// Read options bounding an iterator to `[from, to)` (to the end if `to`
+/// is `None`).
+fn bounded(from: &[u8], to: Option<&[u8]>) -> ReadOptions {
+    let mut read_options = ReadOptions::default();
+    read_options.set_iterate_lower_bound(from);
+    if let Some(to) = to {
+        read_options.set_iterate_upper_bound(to);
+    }
+    read_options
 }
 
 /// `row ‖ 0`: every entry of `row` starts with it.

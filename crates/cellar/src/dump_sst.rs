@@ -174,16 +174,16 @@ fn blocks(r: &SstReader, json: bool, out: &mut Out) -> Outcome {
     if !json {
         writeln!(
             out,
-            "{:>6} {:>12} {:>8} {:>9} {:>9} {:>7}  first key .. last key",
-            "block", "offset", "entries", "raw", "stored", "ratio"
+            "{:>6} {:>12} {:>8} {:>9} {:>9} {:>7} {:>9}  first key .. last key",
+            "block", "offset", "entries", "raw", "stored", "ratio", "cached"
         )?;
     }
     let mut faults = 0;
     let family = &r.props().family;
     for (i, ie) in r.index().iter().enumerate() {
         let h = &ie.handle;
-        let first = match r.read_block(i) {
-            Ok(b) => b.entry(0).map(|e| entry_key_text(family, &e)),
+        let (first, cached) = match r.read_block(i) {
+            Ok(b) => (b.entry(0).map(|e| entry_key_text(family, &e)), b.memory_bytes()),
             Err(e) => {
                 faults += 1;
                 fault(out, json, &e)?;
@@ -194,7 +194,7 @@ fn blocks(r: &SstReader, json: bool, out: &mut Out) -> Outcome {
         if json {
             let v = json!({
                 "record": "block", "block": i, "offset": h.offset, "entries": ie.entries,
-                "raw_bytes": h.raw_len, "stored_bytes": h.stored_len,
+                "raw_bytes": h.raw_len, "stored_bytes": h.stored_len, "cached_bytes": cached,
                 "first_key": first, "last_key": last,
             });
             writeln!(out, "{v}")?;
@@ -202,7 +202,7 @@ fn blocks(r: &SstReader, json: bool, out: &mut Out) -> Outcome {
             let r = ratio(u64::from(h.raw_len), u64::from(h.stored_len));
             writeln!(
                 out,
-                "{i:>6} {:>12} {:>8} {:>9} {:>9} {r:>7}  {first} .. {last}",
+                "{i:>6} {:>12} {:>8} {:>9} {:>9} {r:>7} {cached:>9}  {first} .. {last}",
                 h.offset, ie.entries, h.raw_len, h.stored_len
             )?;
         }

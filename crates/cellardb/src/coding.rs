@@ -140,7 +140,15 @@ impl<'a> Cursor<'a> {
     }
 
     /// Reads a LEB128 varint of at most 10 bytes.
+    #[inline]
     pub fn varint(&mut self, what: &'static str) -> Result<u64, DecodeError> {
+        // Most varints of a block's streams are one byte.
+        if let Some(&b) = self.buf.get(self.pos)
+            && b < 0x80
+        {
+            self.pos += 1;
+            return Ok(u64::from(b));
+        }
         let start = self.pos;
         let mut v: u64 = 0;
         for shift in (0..64).step_by(7) {

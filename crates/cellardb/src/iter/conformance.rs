@@ -263,7 +263,7 @@ fn build(model: &Model, rng: &mut Rng) -> Layers {
     }
     let mut raw = Vec::new();
     builder.finish(&mut raw);
-    let block = Arc::new(DecodedBlock::decode(raw.into()).unwrap());
+    let block = Arc::new(DecodedBlock::decode(&raw).unwrap());
     let fs = MemFs::new();
     let block_size = [64, 512, 4096][rng.below(3) as usize];
     let sst = write_sst(&fs, "/all.sst", &entries, block_size);

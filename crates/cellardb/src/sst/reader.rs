@@ -22,6 +22,8 @@ pub type SstBlockCache = BlockCache<DecodedBlock>;
 
 thread_local! {
     static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+    /// A data block, decompressed to be decoded: one buffer per thread.
+    static RAW_BLOCK: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 /// An open SSTable.
@@ -139,8 +141,8 @@ impl SstReader {
             return Err(Error::InvalidArgument(what));
         };
         let handle = entry.handle;
-        let raw = self.read_raw(&handle)?;
-        let block = Arc::new(DecodedBlock::decode(raw).map_err(|e| self.block_corruption(&handle, &e))?);
+        let decoded = self.with_raw(&handle, DecodedBlock::decode)?;
+        let block = Arc::new(decoded.map_err(|e| self.block_corruption(&handle, &e))?);
         self.blocks_decoded.fetch_add(1, Ordering::Relaxed);
         if let Some(c) = cache {
             c.insert(key, block.clone());
@@ -160,7 +162,39 @@ impl SstReader {
     }
 
     /// The decompressed bytes of the block at `handle`, checksum verified.
+    /// The block at `handle`, checked and decompressed: metadata blocks, kept.
     fn read_raw(&self, handle: &BlockHandle) -> Result<Bytes> {
+        let stored = self.stored(handle)?;
+        match stored.compression {
+            BlockCompression::Raw => Ok(stored.bytes),
+            BlockCompression::Zstd => {
+                let mut raw = Vec::with_capacity(stored.raw_len);
+                decompress(&stored.bytes, &mut raw).map_err(|e| e.at(handle.offset).in_file(&self.path))?;
+                self.check_raw_len(handle, raw.len())?;
+                Ok(raw.into())
+            }
+        }
+    }
+
+    /// `f` of the block at `handle`, checked and decompressed into a
+    /// per-thread buffer: data blocks, which are decoded and not kept.
+    fn with_raw<T>(&self, handle: &BlockHandle, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
+        let stored = self.stored(handle)?;
+        match stored.compression {
+            BlockCompression::Raw => Ok(f(&stored.bytes)),
+            BlockCompression::Zstd => RAW_BLOCK.with(|cell| {
+                let mut raw = cell.borrow_mut();
+                raw.clear();
+                raw.reserve(stored.raw_len);
+                decompress(&stored.bytes, &mut raw).map_err(|e| e.at(handle.offset).in_file(&self.path))?;
+                self.check_raw_len(handle, raw.len())?;
+                Ok(f(&raw))
+            }),
+        }
+    }
+
+    /// The stored bytes of the block at `handle`, checksum checked.
+    fn stored(&self, handle: &BlockHandle) -> Result<Stored> {
         let at = handle.offset;
         let corrupt = |what: &'static str| Error::corruption(&self.path, at, what);
         let meta_end = (self.data.len() - FOOTER_LEN) as u64;
@@ -170,22 +204,23 @@ impl SstReader {
         if handle.raw_len > MAX_RAW_BLOCK {
             return Err(corrupt("block larger than 256 MiB once decompressed"));
         }
-        // Inside the mapped file, so within usize.
         let start = usize::try_from(at).map_err(|_| corrupt("block offset"))?;
         let stored_end = start + handle.stored_len as usize;
-        let stored = self.data.slice(start..stored_end);
+        let bytes = self.data.slice(start..stored_end);
         let trailer = &self.data[stored_end..stored_end + TRAILER_LEN];
-        let compression = check_trailer(&stored, trailer).map_err(|e| e.at(at).in_file(&self.path))?;
-        let raw = match compression {
-            BlockCompression::Raw => stored,
-            BlockCompression::Zstd => {
-                decompress(&stored, handle.raw_len as usize).map_err(|e| e.at(at).in_file(&self.path))?
-            }
-        };
-        if raw.len() != handle.raw_len as usize {
-            return Err(corrupt("block length differs from its handle"));
+        let compression = check_trailer(&bytes, trailer).map_err(|e| e.at(at).in_file(&self.path))?;
+        if compression == BlockCompression::Raw {
+            self.check_raw_len(handle, bytes.len())?;
         }
-        Ok(raw)
+        Ok(Stored { bytes, compression, raw_len: handle.raw_len as usize })
+    }
+
+    fn check_raw_len(&self, handle: &BlockHandle, len: usize) -> Result<()> {
+        if len == handle.raw_len as usize {
+            Ok(())
+        } else {
+            Err(Error::corruption(&self.path, handle.offset, "block length differs from its handle"))
+        }
     }
 
     /// Reads and decodes every block and checks that keys strictly increase.
@@ -277,8 +312,16 @@ pub struct CheckReport {
     pub faults: Vec<Error>,
 }
 
-/// The zstd frame `stored`, decompressed; a fault is at the frame's start.
-fn decompress(stored: &[u8], raw_len: usize) -> Result<Bytes, DecodeError> {
+/// A block as stored, its checksum checked.
+struct Stored {
+    bytes: Bytes,
+    compression: BlockCompression,
+    raw_len: usize,
+}
+
+/// Decompresses the zstd frame `stored` into `out`, which has the capacity
+/// the block's handle gives; a fault is at the frame's start.
+fn decompress(stored: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeError> {
     DECOMPRESSOR.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
@@ -286,8 +329,8 @@ fn decompress(stored: &[u8], raw_len: usize) -> Result<Bytes, DecodeError> {
             *slot = Some(d.map_err(|e| DecodeError::new(0, format!("no zstd context: {e}")))?);
         }
         let d = slot.as_mut().ok_or(DecodeError::new(0, "no zstd context"))?;
-        d.decompress(stored, raw_len)
-            .map(Bytes::from)
+        d.decompress_to_buffer(stored, out)
+            .map(|_| ())
             .map_err(|e| DecodeError::new(0, format!("zstd frame does not decompress: {e}")))
     })
 }

@@ -184,6 +184,12 @@ impl RowGather {
         append(&mut self.bytes, bytes)
     }
 
+    /// Appends the row's key to the buffer (for a row handed out whole) and
+    /// says where it is.
+    pub fn append_key(&mut self) -> Range<usize> {
+        append(&mut self.bytes, &self.key)
+    }
+
     /// Takes the buffer (for rows handed out), leaving one of the same capacity.
     pub fn take_bytes(&mut self) -> Vec<u8> {
         let capacity = self.bytes.len();

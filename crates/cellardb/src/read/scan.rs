@@ -157,14 +157,16 @@ impl RowScanner {
         RowCell { family, qualifier, timestamp, value, labels: Vec::new() }
     }
 
-    /// Groups cells in model order into a row whose bytes share one buffer.
+    /// Groups cells in model order into a row whose key and bytes share one
+    /// buffer.
     fn group(&mut self, cells: &mut Vec<RowCell>) -> Row {
+        let key = self.row.append_key();
         let buffer = Bytes::from(self.row.take_bytes());
-        let mut families: Vec<Family> = Vec::new();
-        let mut ranks: Vec<u16> = Vec::new();
+        let mut families: Vec<Family> = Vec::with_capacity(1);
+        let mut rank = None;
         for c in cells.drain(..) {
-            if ranks.last() != Some(&c.family) {
-                ranks.push(c.family);
+            if rank != Some(c.family) {
+                rank = Some(c.family);
                 let name = self.names.get(usize::from(c.family)).cloned().unwrap_or_default();
                 families.push(Family { name, columns: Vec::new() });
             }
@@ -181,6 +183,6 @@ impl RowScanner {
                 });
             }
         }
-        Row { key: Bytes::copy_from_slice(self.row.key()), families }
+        Row { key: buffer.slice(key), families }
     }
 }

@@ -111,6 +111,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Reads one byte.
+    #[inline]
     pub fn u8(&mut self, what: &'static str) -> Result<u8, DecodeError> {
         let b = *self.buf.get(self.pos).ok_or_else(|| self.error(what))?;
         self.pos += 1;
@@ -118,6 +119,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Reads `n` bytes.
+    #[inline]
     pub fn bytes(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], DecodeError> {
         let end = self.pos.checked_add(n).ok_or_else(|| self.error(what))?;
         let slice = self.buf.get(self.pos..end).ok_or_else(|| self.error(what))?;
@@ -149,6 +151,12 @@ impl<'a> Cursor<'a> {
             self.pos += 1;
             return Ok(u64::from(b));
         }
+        self.long_varint(what)
+    }
+
+    /// [`Cursor::varint`] of more than one byte, or at the end.
+    #[inline(never)]
+    fn long_varint(&mut self, what: &'static str) -> Result<u64, DecodeError> {
         let start = self.pos;
         let mut v: u64 = 0;
         for shift in (0..64).step_by(7) {
@@ -163,6 +171,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Reads a varint that must fit a `usize` no larger than `max`.
+    #[inline]
     pub fn len(&mut self, max: usize, what: &'static str) -> Result<usize, DecodeError> {
         let at = self.pos;
         let v = self.varint(what)?;
@@ -173,6 +182,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Reads a varint that must be at most `max`, as a `u32`.
+    #[inline]
     pub fn u32_at_most(&mut self, max: u32, what: &'static str) -> Result<u32, DecodeError> {
         let at = self.pos;
         match u32::try_from(self.varint(what)?) {
@@ -182,6 +192,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Reads a zigzag varint.
+    #[inline]
     pub fn zigzag(&mut self, what: &'static str) -> Result<i64, DecodeError> {
         Ok(unzigzag(self.varint(what)?))
     }

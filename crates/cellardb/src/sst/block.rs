@@ -32,14 +32,16 @@ enum Ints {
 }
 
 impl Ints {
-    #[allow(clippy::cast_possible_truncation, reason = "each width is chosen to hold the largest value")]
-    fn pack(values: &[u64]) -> Ints {
-        match values.iter().copied().max().unwrap_or(0) {
+    /// `values` minus `min`, where no value is below `min` or above `max`.
+    #[allow(clippy::cast_possible_truncation, reason = "each width is chosen to hold the largest offset")]
+    fn pack(values: &[u64], min: u64, max: u64) -> Ints {
+        // No values at all: `min` is above `max`.
+        match max.saturating_sub(min) {
             0 => Ints::Zero,
-            1..=0xff => Ints::U8(values.iter().map(|&v| v as u8).collect()),
-            0x100..=0xffff => Ints::U16(values.iter().map(|&v| v as u16).collect()),
-            0x1_0000..=0xffff_ffff => Ints::U32(values.iter().map(|&v| v as u32).collect()),
-            _ => Ints::U64(values.into()),
+            1..=0xff => Ints::U8(values.iter().map(|&v| (v - min) as u8).collect()),
+            0x100..=0xffff => Ints::U16(values.iter().map(|&v| (v - min) as u16).collect()),
+            0x1_0000..=0xffff_ffff => Ints::U32(values.iter().map(|&v| (v - min) as u32).collect()),
+            _ => Ints::U64(values.iter().map(|&v| v - min).collect()),
         }
     }
 
@@ -75,19 +77,31 @@ struct Field {
 }
 
 impl Field {
-    /// Packs `values`, which it turns into offsets in place.
-    fn pack(values: &mut [u64]) -> Field {
-        let base = values.iter().copied().min().unwrap_or(0);
-        for v in values.iter_mut() {
-            *v -= base;
-        }
-        Field { base, offsets: Ints::pack(values) }
+    /// Packs `values`.
+    fn pack(values: &[u64]) -> Field {
+        let (min, max) = min_max(values);
+        Field::pack_in(values, min, max)
+    }
+
+    /// Packs `values`, none below `min` or above `max`.
+    fn pack_in(values: &[u64], min: u64, max: u64) -> Field {
+        Field { base: min, offsets: Ints::pack(values, min, max) }
+    }
+
+    /// The field of `n` entries all equal to `value`.
+    fn same(value: u64) -> Field {
+        Field { base: value, offsets: Ints::Zero }
     }
 
     #[inline]
     fn get(&self, i: usize) -> u64 {
         self.base + self.offsets.get(i)
     }
+}
+
+/// The smallest and largest of `values` (`(u64::MAX, 0)` if none).
+fn min_max(values: &[u64]) -> (u64, u64) {
+    values.iter().fold((u64::MAX, 0), |(lo, hi), &v| (lo.min(v), hi.max(v)))
 }
 
 /// Maps an `i64` onto a `u64` of the same order, and back.
@@ -101,13 +115,13 @@ pub struct DecodedBlock {
     /// End offset of each distinct row in `row_bytes`.
     row_ends: Box<[u32]>,
     /// Each entry's row, an index into `row_ends`.
-    row_of: Ints,
+    row_of: Field,
     qualifier_bytes: Box<[u8]>,
     /// End offset of each dictionary qualifier in `qualifier_bytes`.
     qualifier_ends: Box<[u32]>,
-    qualifier_of: Ints,
+    qualifier_of: Field,
     /// Each entry's kind tag (checked at decode).
-    kinds: Ints,
+    kinds: Field,
     /// Timestamps divided by `scale`; like sequence numbers, order-mapped
     /// from `i64` to `u64` ([`SIGN`]).
     timestamps: Field,
@@ -204,7 +218,7 @@ impl DecodedBlock {
         let qual_count = c.len(n, "qualifier count")?;
         let mut scratch = Vec::with_capacity(n);
         let (row_bytes, row_ends) = decode_rows(&mut c, row_count, n, &mut scratch)?;
-        let row_of = Ints::pack(&scratch);
+        let row_of = Field::pack_in(&scratch, 0, row_count.saturating_sub(1) as u64);
         let mut qualifier_bytes = Vec::new();
         let mut qualifier_ends = Vec::with_capacity(qual_count);
         for _ in 0..qual_count {
@@ -216,34 +230,45 @@ impl DecodedBlock {
         if qual_count == 0 && n > 0 {
             return Err(c.error("qualifier dictionary is empty"));
         }
-        let max_qid = qual_count.saturating_sub(1);
-        let qids = (0..n).map(|_| c.u32_at_most(max_qid as u32, "qualifier id")).collect::<Result<Vec<_>, _>>()?;
-        decode_deltas(&mut c, &qids, qual_count, scale, "timestamp", &mut scratch)?;
-        let timestamps = Field::pack(&mut scratch);
+        let qids = decode_qualifier_ids(&mut c, n, qual_count)?;
+        let timestamps_at = c.position();
+        decode_deltas(&mut c, &qids, qual_count, "timestamp", &mut scratch)?;
+        let (min, max) = min_max(&scratch);
+        let in_range = |v: u64| (v ^ SIGN).cast_signed().checked_mul(scale).is_some();
+        if n > 0 && !(in_range(min) && in_range(max)) {
+            return Err(c.error_at(timestamps_at, "timestamp out of range"));
+        }
+        let timestamps = Field::pack_in(&scratch, min, max);
         let seqs_at = c.position();
-        decode_deltas(&mut c, &qids, qual_count, 1, "sequence", &mut scratch)?;
-        if scratch.iter().any(|&s| s < SIGN) {
+        decode_deltas(&mut c, &qids, qual_count, "sequence", &mut scratch)?;
+        let (min, max) = min_max(&scratch);
+        if n > 0 && min < SIGN {
             return Err(c.error_at(seqs_at, "negative sequence number"));
         }
-        let seqs = Field::pack(&mut scratch);
+        let seqs = Field::pack_in(&scratch, min, max);
         let (value_starts, value_lens, values) = decode_values(&mut c, &qids, qual_count, &mut scratch)?;
         if !c.is_empty() {
             return Err(c.error("end of block"));
         }
-        scratch.clear();
-        for (i, &tag) in kinds.iter().enumerate() {
-            let kind = EntryKind::from_tag(tag).ok_or(c.error_at(kinds_at + i, "entry kind"))?;
-            if kind == EntryKind::DeleteColumn {
-                let v0 = value_starts.get(i) as usize;
-                if !is_range_end(&values[v0..v0 + value_lens.get(i) as usize]) {
-                    return Err(c.error_at(kinds_at + i, "column tombstone's range end"));
+        let kinds = if kinds.iter().all(|&k| k == EntryKind::Put as u8) {
+            Field::same(u64::from(EntryKind::Put as u8))
+        } else {
+            scratch.clear();
+            for (i, &tag) in kinds.iter().enumerate() {
+                let kind = EntryKind::from_tag(tag).ok_or(c.error_at(kinds_at + i, "entry kind"))?;
+                if kind == EntryKind::DeleteColumn {
+                    let v0 = value_starts.get(i) as usize;
+                    if !is_range_end(&values[v0..v0 + value_lens.get(i) as usize]) {
+                        return Err(c.error_at(kinds_at + i, "column tombstone's range end"));
+                    }
                 }
+                scratch.push(u64::from(tag));
             }
-            scratch.push(u64::from(tag));
-        }
-        let kinds = Ints::pack(&scratch);
+            Field::pack(&scratch)
+        };
         scratch.clear();
         scratch.extend(qids.iter().map(|&q| u64::from(q)));
+        let qualifier_of = Field::pack_in(&scratch, 0, qual_count.saturating_sub(1) as u64);
         Ok(DecodedBlock {
             len: n,
             row_bytes,
@@ -251,7 +276,7 @@ impl DecodedBlock {
             row_of,
             qualifier_bytes: qualifier_bytes.into(),
             qualifier_ends: qualifier_ends.into(),
-            qualifier_of: Ints::pack(&scratch),
+            qualifier_of,
             kinds,
             timestamps,
             scale,
@@ -302,28 +327,42 @@ fn decode_rows(
     Ok((row_bytes.into(), row_ends.into()))
 }
 
-/// One stream of per-qualifier deltas into `out`, each value multiplied by
-/// `scale` (checked) and stored divided again, order-mapped to `u64`.
+/// One stream of per-qualifier deltas into `out`, order-mapped to `u64`.
 fn decode_deltas(
     c: &mut Cursor<'_>,
     qids: &[u32],
     quals: usize,
-    scale: i64,
     what: &'static str,
     out: &mut Vec<u64>,
 ) -> Result<(), DecodeError> {
-    let mut base = DeltaByQualifier::new(quals);
     out.clear();
+    if quals == 1 {
+        // One column: each value is a delta from the one before.
+        let mut v = 0i64;
+        for _ in qids {
+            v = v.wrapping_add(c.zigzag(what)?);
+            out.push(v.cast_unsigned() ^ SIGN);
+        }
+        return Ok(());
+    }
+    let mut base = DeltaByQualifier::new(quals);
     for &qid in qids {
-        let at = c.position();
         let v = base.base(qid as usize).wrapping_add(c.zigzag(what)?);
         base.record(qid as usize, v);
-        if v.checked_mul(scale).is_none() {
-            return Err(c.error_at(at, "timestamp out of range"));
-        }
         out.push(v.cast_unsigned() ^ SIGN);
     }
     Ok(())
+}
+
+/// Each entry's qualifier id, below `quals`.
+#[allow(clippy::cast_possible_truncation, reason = "qualifier ids are under the entry count")]
+fn decode_qualifier_ids(c: &mut Cursor<'_>, n: usize, quals: usize) -> Result<Vec<u32>, DecodeError> {
+    let max = quals.saturating_sub(1) as u32;
+    let mut qids = Vec::with_capacity(n);
+    for _ in 0..n {
+        qids.push(c.u32_at_most(max, "qualifier id")?);
+    }
+    Ok(qids)
 }
 
 /// Each entry's value start and length, and the values, which are grouped
@@ -333,33 +372,44 @@ fn decode_values(
     c: &mut Cursor<'_>,
     qids: &[u32],
     quals: usize,
-    scratch: &mut Vec<u64>,
+    lens: &mut Vec<u64>,
 ) -> Result<(Field, Field, Box<[u8]>), DecodeError> {
-    scratch.clear();
-    let mut group_len = vec![0u64; quals];
-    for &qid in qids {
+    lens.clear();
+    let (mut min_len, mut max_len) = (u64::MAX, 0);
+    for _ in qids {
+        // Each length is at most the block's size, under 4 GiB, and there
+        // are fewer entries than bytes: their sums cannot overflow.
         let len = c.len(c.remaining(), "value length")? as u64;
-        let group = &mut group_len[qid as usize];
-        *group = group.checked_add(len).ok_or(c.error("value lengths"))?;
-        scratch.push(len);
+        (min_len, max_len) = (min_len.min(len), max_len.max(len));
+        lens.push(len);
     }
-    let mut cursor = Vec::with_capacity(quals);
-    let mut total = 0u64;
-    for &len in &group_len {
-        cursor.push(total);
-        total = total.checked_add(len).ok_or(c.error("value lengths"))?;
-    }
-    let values: Box<[u8]> = c.bytes(usize::try_from(total).map_err(|_| c.error("values"))?, "values")?.into();
-    let mut lens = std::mem::take(scratch);
     let mut starts = Vec::with_capacity(qids.len());
-    for (&qid, &len) in qids.iter().zip(&lens) {
-        let start = &mut cursor[qid as usize];
-        starts.push(*start);
-        *start += len;
-    }
-    let value_lens = Field::pack(&mut lens);
-    *scratch = lens;
-    Ok((Field::pack(&mut starts), value_lens, values))
+    let total = if quals == 1 {
+        let mut at = 0;
+        for &len in lens.iter() {
+            starts.push(at);
+            at += len;
+        }
+        at
+    } else {
+        let mut cursor = vec![0u64; quals];
+        for (&qid, &len) in qids.iter().zip(lens.iter()) {
+            cursor[qid as usize] += len;
+        }
+        let mut total = 0;
+        for group in &mut cursor {
+            (*group, total) = (total, total + *group);
+        }
+        for (&qid, &len) in qids.iter().zip(lens.iter()) {
+            let start = &mut cursor[qid as usize];
+            starts.push(*start);
+            *start += len;
+        }
+        total
+    };
+    let values: Box<[u8]> = c.bytes(usize::try_from(total).map_err(|_| c.error("values"))?, "values")?.into();
+    let value_lens = Field::pack_in(lens, min_len, max_len);
+    Ok((Field::pack_in(&starts, 0, total), value_lens, values))
 }
 
 impl Charge for DecodedBlock {
@@ -374,11 +424,11 @@ impl DecodedBlock {
         std::mem::size_of::<DecodedBlock>()
             + self.row_bytes.len()
             + self.row_ends.len() * 4
-            + self.row_of.bytes()
+            + self.row_of.offsets.bytes()
             + self.qualifier_bytes.len()
             + self.qualifier_ends.len() * 4
-            + self.qualifier_of.bytes()
-            + self.kinds.bytes()
+            + self.qualifier_of.offsets.bytes()
+            + self.kinds.offsets.bytes()
             + self.timestamps.offsets.bytes()
             + self.seqs.offsets.bytes()
             + self.values.len()
@@ -439,6 +489,14 @@ mod tests {
         entries.push(Entry::delete_column("z".into(), "q".into(), (-10, Some(10)), 5));
         entries.sort_by(|a, b| a.key.cmp(&b.key));
         assert_eq!(round_trip(&entries), entries);
+    }
+
+    #[test]
+    fn a_block_of_no_entries_decodes_empty() {
+        // flags, 0 entries, 0 rows, 0 qualifiers: nothing else.
+        let block = DecodedBlock::decode(&[0, 0, 0, 0]).unwrap();
+        assert!(block.is_empty());
+        assert!(block.entry(0).is_none());
     }
 
     #[test]

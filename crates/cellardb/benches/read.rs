@@ -1,8 +1,8 @@
 //! What a read costs, piece by piece, through the public API:
 //!
 //! - `point-read`: one narrow row by key with the default 64 MiB block
-//!   cache, which holds every decoded block of the data: a read's fixed
-//!   cost (snapshot, sources, filter, assembly of a few cells);
+//!   cache, where most reads find their block decoded: a read's fixed cost
+//!   (snapshot, sources, filter, assembly of a few cells);
 //! - `point-read-missing`: a key no file holds (bloom filters and the index
 //!   turn every file down);
 //! - `block-decode`: the same point read with no block cache, so each read

@@ -443,14 +443,34 @@ mod tests {
     use crate::key::Entry;
     use crate::sst::block_builder::BlockBuilder;
 
-    fn round_trip(entries: &[Entry]) -> Vec<Entry> {
+    /// `entries` (in key order) encoded as one block.
+    fn encode(entries: &[Entry]) -> Vec<u8> {
         let mut b = BlockBuilder::default();
         for e in entries {
             b.add(e.as_ref());
         }
         let mut raw = Vec::new();
         b.finish(&mut raw);
-        DecodedBlock::decode(&raw).unwrap().entries().map(EntryRef::to_entry).collect()
+        raw
+    }
+
+    fn round_trip(entries: &[Entry]) -> Vec<Entry> {
+        DecodedBlock::decode(&encode(entries)).unwrap().entries().map(EntryRef::to_entry).collect()
+    }
+
+    #[test]
+    fn a_timestamp_beyond_i64_once_scaled_is_an_error() {
+        // One cell whose stored milliseconds overflow i64 as microseconds.
+        let mut raw = vec![FLAG_MILLIS, 1, 1, 1, 0, 1, b'r', 1, 1, b'q', 0, 0];
+        crate::coding::put_zigzag(&mut raw, i64::MAX / 1000 + 1);
+        raw.extend_from_slice(&[0, 0]); // sequence 0, empty value
+        let err = DecodedBlock::decode(&raw).unwrap_err();
+        assert_eq!((err.offset, err.what.as_ref()), (12, "timestamp out of range"));
+        // One millisecond less decodes.
+        raw.truncate(12);
+        crate::coding::put_zigzag(&mut raw, i64::MAX / 1000);
+        raw.extend_from_slice(&[0, 0]);
+        assert_eq!(DecodedBlock::decode(&raw).unwrap().entry(0).unwrap().timestamp, i64::MAX / 1000 * 1000);
     }
 
     #[test]
@@ -508,12 +528,7 @@ mod tests {
                 Entry::put("balloon#week".into(), "altitude".into(), (10_000 - m) * 60_000_000, 0, value.into())
             })
             .collect();
-        let mut b = BlockBuilder::default();
-        for e in &entries {
-            b.add(e.as_ref());
-        }
-        let mut raw = Vec::new();
-        b.finish(&mut raw);
+        let raw = encode(&entries);
         let block = DecodedBlock::decode(&raw).unwrap();
         // 4-byte timestamp offsets, 2-byte value offsets, 1-byte lengths and
         // the 3-byte values; row, qualifier, kind and sequence cost nothing
@@ -530,12 +545,7 @@ mod tests {
             Entry::put("r1".into(), "a".into(), 1000, 3, "y".into()),
             Entry::put("r2".into(), "b".into(), 1000, 4, "zz".into()),
         ];
-        let mut b = BlockBuilder::default();
-        for e in &entries {
-            b.add(e.as_ref());
-        }
-        let mut raw = Vec::new();
-        b.finish(&mut raw);
+        let raw = encode(&entries);
         let expected: Vec<u8> = vec![
             0x01, 0x03, 0x02, 0x02, // flags (ms), entries, rows, qualifiers
             0x00, 0x02, b'r', b'1', 0x02, // row "r1": shares 0, suffix "r1", 2 entries
@@ -561,12 +571,7 @@ mod tests {
                 Entry::put(format!("row{:03}", i / 4).into(), format!("q{}", i % 4).into(), ts, i, "val".into())
             })
             .collect();
-        let mut b = BlockBuilder::default();
-        for e in &entries {
-            b.add(e.as_ref());
-        }
-        let mut raw = Vec::new();
-        b.finish(&mut raw);
+        let raw = encode(&entries);
         for cut in 0..raw.len() {
             assert!(DecodedBlock::decode(&raw[..cut]).is_err());
         }

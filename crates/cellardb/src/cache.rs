@@ -1,13 +1,19 @@
-//! A bounded cache of decoded blocks, least recently used out first.
+//! A bounded cache of decoded blocks, evicted by CLOCK.
 //!
 //! Generic over what it holds (anything that says what memory it takes,
 //! [`Charge`]): the SSTable reader caches its decoded data blocks in it,
 //! and the cache knows nothing of SSTables. Sharded by block so concurrent
-//! readers rarely meet on one lock. Each shard keeps its blocks in a map
-//! and their recency in an ordered map from a use counter, so both a hit
-//! and an eviction cost O(log n).
+//! readers rarely meet on one lock.
+//!
+//! Eviction is CLOCK (second chance), the approximation of least recently
+//! used that LevelDB's successors and most OS page caches use: a hit only
+//! sets the block's reference bit, so it costs a hash lookup and nothing
+//! else; eviction sweeps a hand over the blocks, clearing set bits and
+//! evicting the first block whose bit is clear, so a block used since the
+//! hand last passed survives one more sweep.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -32,21 +38,59 @@ pub struct BlockCache<V> {
     misses: AtomicU64,
 }
 
+/// One shard: its blocks in slots around the clock, and where each is.
 #[derive(Debug)]
 struct Shard<V> {
-    blocks: HashMap<BlockKey, (Arc<V>, u64)>,
-    recency: BTreeMap<u64, BlockKey>,
-    tick: u64,
+    index: HashMap<BlockKey, usize, BuildHasherDefault<KeyHasher>>,
+    slots: Vec<Slot<V>>,
+    /// Slots emptied by evictions and removals, to fill first.
+    free: Vec<usize>,
+    hand: usize,
     used: usize,
     capacity: usize,
+}
+
+#[derive(Debug)]
+struct Slot<V> {
+    key: BlockKey,
+    block: Option<Arc<V>>,
+    /// Used since the hand last passed.
+    referenced: bool,
+}
+
+/// Hashes a [`BlockKey`]: two integers need a multiply and a rotate, not
+/// `SipHash`'s defence against chosen keys (the keys are the engine's own).
+#[derive(Debug, Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+    }
 }
 
 impl<V: Charge> BlockCache<V> {
     /// A cache holding up to `capacity` bytes of values.
     pub fn new(capacity: usize) -> Self {
         let shard = || {
-            let capacity = capacity / SHARDS;
-            Mutex::new(Shard { blocks: HashMap::new(), recency: BTreeMap::new(), tick: 0, used: 0, capacity })
+            Mutex::new(Shard {
+                index: HashMap::default(),
+                slots: Vec::new(),
+                free: Vec::new(),
+                hand: 0,
+                used: 0,
+                capacity: capacity / SHARDS,
+            })
         };
         BlockCache {
             shards: (0..SHARDS).map(|_| shard()).collect(),
@@ -68,7 +112,7 @@ impl<V: Charge> BlockCache<V> {
         found
     }
 
-    /// Caches `block`, evicting the least recently used to stay in budget.
+    /// Caches `block`, evicting blocks not used lately to stay in budget.
     pub fn insert(&self, key: BlockKey, block: Arc<V>) {
         self.shard(key).lock().insert(key, block);
     }
@@ -93,13 +137,9 @@ impl<V: Charge> BlockCache<V> {
 
 impl<V: Charge> Shard<V> {
     fn touch(&mut self, key: BlockKey) -> Option<Arc<V>> {
-        self.tick += 1;
-        let tick = self.tick;
-        let (block, last) = self.blocks.get_mut(&key)?;
-        self.recency.remove(last);
-        *last = tick;
-        self.recency.insert(tick, key);
-        Some(block.clone())
+        let slot = &mut self.slots[*self.index.get(&key)?];
+        slot.referenced = true;
+        slot.block.clone()
     }
 
     fn insert(&mut self, key: BlockKey, block: Arc<V>) {
@@ -108,27 +148,55 @@ impl<V: Charge> Shard<V> {
             return;
         }
         self.remove(key);
-        self.tick += 1;
-        self.recency.insert(self.tick, key);
-        self.blocks.insert(key, (block, self.tick));
         self.used += charge;
-        while self.used > self.capacity {
-            let Some((_, oldest)) = self.recency.pop_first() else { break };
-            if let Some((b, _)) = self.blocks.remove(&oldest) {
-                self.used -= b.charge();
-            }
+        while self.used > self.capacity && self.evict_one() {}
+        let slot = Slot { key, block: Some(block), referenced: false };
+        let i = if let Some(i) = self.free.pop() {
+            self.slots[i] = slot;
+            i
+        } else {
+            self.slots.push(slot);
+            self.slots.len() - 1
+        };
+        self.index.insert(key, i);
+    }
+
+    /// Moves the hand to the first block not used since it last passed,
+    /// clearing the bits it passes, and evicts that block; false if the
+    /// shard holds none.
+    fn evict_one(&mut self) -> bool {
+        if self.index.is_empty() {
+            return false;
         }
+        // Two turns at most: the first clears every bit.
+        for _ in 0..2 * self.slots.len() {
+            let i = self.hand;
+            self.hand = (self.hand + 1) % self.slots.len();
+            let slot = &mut self.slots[i];
+            if slot.block.is_none() {
+                continue;
+            }
+            if slot.referenced {
+                slot.referenced = false;
+                continue;
+            }
+            let key = slot.key;
+            self.remove(key);
+            return true;
+        }
+        false
     }
 
     fn remove(&mut self, key: BlockKey) {
-        if let Some((b, tick)) = self.blocks.remove(&key) {
-            self.recency.remove(&tick);
+        let Some(i) = self.index.remove(&key) else { return };
+        if let Some(b) = self.slots[i].block.take() {
             self.used -= b.charge();
         }
+        self.free.push(i);
     }
 
     fn remove_file(&mut self, id: u64) {
-        let keys: Vec<BlockKey> = self.blocks.keys().filter(|k| k.0 == id).copied().collect();
+        let keys: Vec<BlockKey> = self.index.keys().filter(|k| k.0 == id).copied().collect();
         for k in keys {
             self.remove(k);
         }
@@ -148,7 +216,7 @@ mod tests {
     }
 
     #[test]
-    fn the_least_recently_used_block_goes_first_and_the_budget_holds() {
+    fn a_block_used_lately_outlives_one_not_used_and_the_budget_holds() {
         // One shard's budget is a sixteenth: keep every key in shard of (1, 0).
         let cache = BlockCache::new(SHARDS * 100);
         let same_shard: Vec<BlockKey> = (0..10_000u64)
@@ -161,7 +229,7 @@ mod tests {
         cache.insert(b, Arc::new(Sized(40)));
         assert!(cache.get(a).is_some(), "a is now the most recent");
         cache.insert(c, Arc::new(Sized(40)));
-        assert!(cache.get(b).is_none(), "b was the least recently used");
+        assert!(cache.get(b).is_none(), "b was not used since a was, so the hand takes it");
         assert!(cache.get(a).is_some() && cache.get(c).is_some());
         assert_eq!(cache.used_bytes(), 80);
         cache.insert((2, 0), Arc::new(Sized(1000)));
@@ -169,5 +237,19 @@ mod tests {
         cache.forget_file(1);
         assert_eq!(cache.used_bytes(), 0);
         assert_eq!(cache.hit_counts(), (3, 2));
+    }
+
+    #[test]
+    fn a_block_hit_between_inserts_is_never_evicted() {
+        let cache = BlockCache::new(SHARDS * 100);
+        let shard = cache.shard((1, 0));
+        let keys: Vec<BlockKey> =
+            (0..100_000u64).map(|b| (1, b)).filter(|&k| std::ptr::eq(cache.shard(k), shard)).take(50).collect();
+        cache.insert(keys[0], Arc::new(Sized(30)));
+        for &k in &keys[1..] {
+            assert!(cache.get(keys[0]).is_some(), "the hot block is still cached before {k:?}");
+            cache.insert(k, Arc::new(Sized(30)));
+            assert!(cache.used_bytes() <= 100);
+        }
     }
 }

@@ -10,7 +10,7 @@ use crate::Result;
 use crate::iter::{MergingIter, RowGather};
 use crate::key::EntryRef;
 use crate::model::range_drop::dropped_below;
-use crate::model::retain::{RowContext, keep_row};
+use crate::model::retain::{Keeper, RowContext};
 use crate::model::{Aggregate, GcRule, RangeDrop};
 use crate::sst::{SstIter, SstReader, SstSummary, SstWriter};
 
@@ -57,6 +57,7 @@ impl Job<'_> {
         let mut sink = Sink::new(self.layout);
         let mut row = RowGather::default();
         let mut keep = Vec::new();
+        let mut keeper = Keeper::default();
         while row.next_row(&mut merge, false)? {
             let complete = !self.older.iter().any(|f| may_hold(f, row.key()));
             let entries: Vec<EntryRef<'_>> = (0..row.gathered().len()).map(|i| row.entry(i)).collect();
@@ -68,7 +69,7 @@ impl Job<'_> {
                 dropped_below: dropped_below(self.drops, row.key()),
                 aggregate: self.aggregate,
             };
-            keep_row(&entries, &ctx, &mut keep);
+            keeper.keep_row(&entries, &ctx, &mut keep);
             for k in &keep {
                 let merged = k.merged.map(i64::to_be_bytes);
                 let value = merged.as_ref().map_or(entries[k.index].value, |m| &m[..]);

@@ -7,6 +7,8 @@
 
 use std::ops::Range;
 
+use bytes::{Bytes, BytesMut};
+
 use super::MergingIter;
 use crate::Result;
 use crate::key::{EntryKind, EntryRef, InternalKey};
@@ -53,12 +55,26 @@ pub(crate) enum Gather {
     End,
 }
 
+/// Capacity of a new row buffer. Rows handed out are split off the front
+/// of one buffer ([`RowGather::take_bytes`]), so rows of a few hundred
+/// bytes share an allocation instead of making one each; a row kept
+/// alone pins at most this much beside its own bytes.
+const ROW_BUFFER: usize = 4096;
+
 /// The entries of the row last gathered.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct RowGather {
     key: Vec<u8>,
-    bytes: Vec<u8>,
+    bytes: BytesMut,
     entries: Vec<Gathered>,
+}
+
+impl Default for RowGather {
+    fn default() -> Self {
+        // The capacity a buffer starts with is the one it grows back to
+        // when rows handed out still hold the last one.
+        RowGather { key: Vec::new(), bytes: BytesMut::with_capacity(ROW_BUFFER), entries: Vec::new() }
+    }
 }
 
 impl RowGather {
@@ -190,15 +206,16 @@ impl RowGather {
         append(&mut self.bytes, &self.key)
     }
 
-    /// Takes the buffer (for rows handed out), leaving one of the same capacity.
-    pub fn take_bytes(&mut self) -> Vec<u8> {
-        let capacity = self.bytes.len();
-        std::mem::replace(&mut self.bytes, Vec::with_capacity(capacity))
+    /// Takes the buffer's bytes (for rows handed out). What is left of its
+    /// allocation takes the next row, and once every row split off it is
+    /// dropped, the whole of it is reused.
+    pub fn take_bytes(&mut self) -> Bytes {
+        self.bytes.split().freeze()
     }
 }
 
 /// Appends `bytes` to `buf`, returning where they are.
-fn append(buf: &mut Vec<u8>, bytes: &[u8]) -> Range<usize> {
+fn append(buf: &mut BytesMut, bytes: &[u8]) -> Range<usize> {
     let start = buf.len();
     buf.extend_from_slice(bytes);
     start..buf.len()

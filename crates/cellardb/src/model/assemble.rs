@@ -63,46 +63,71 @@ pub(crate) struct LiveCell {
     pub merged: Option<i64>,
 }
 
-/// Appends to `live` the live cells among one family's entries (one row,
-/// key order, each with its index).
-pub(crate) fn assemble_family<'e>(
-    entries: impl IntoIterator<Item = (usize, EntryRef<'e>)>,
-    rules: &FamilyRules<'_>,
-    live: &mut Vec<LiveCell>,
-) {
-    let mut family_tombstones: Vec<u64> = Vec::new();
-    if rules.dropped_below > 0 && rules.dropped_below <= rules.snapshot {
-        family_tombstones.push(rules.dropped_below);
+/// Assembles rows family by family, keeping its buffers from one family
+/// to the next so that a read or a compaction allocates nothing per row
+/// for them.
+#[derive(Debug, Default)]
+pub(crate) struct Assembler {
+    family_tombstones: Vec<u64>,
+    tombstones: Vec<(u64, TimeRange)>,
+    puts: Vec<Put>,
+    survivors: Vec<Put>,
+}
+
+impl Assembler {
+    /// Appends to `live` the live cells among one family's entries (one
+    /// row, key order, each with its index).
+    pub fn family<'e>(
+        &mut self,
+        entries: impl IntoIterator<Item = (usize, EntryRef<'e>)>,
+        rules: &FamilyRules<'_>,
+        live: &mut Vec<LiveCell>,
+    ) {
+        let mut family_tombstones = std::mem::take(&mut self.family_tombstones);
+        family_tombstones.clear();
+        if rules.dropped_below > 0 && rules.dropped_below <= rules.snapshot {
+            family_tombstones.push(rules.dropped_below);
+        }
+        let mut column = Column {
+            qualifier: None,
+            tombstones: std::mem::take(&mut self.tombstones),
+            puts: std::mem::take(&mut self.puts),
+            survivors: std::mem::take(&mut self.survivors),
+        };
+        column.reset();
+        for (index, e) in entries {
+            if e.seq > rules.snapshot {
+                continue; // (S)
+            }
+            if e.kind == EntryKind::DeleteFamily {
+                family_tombstones.push(e.seq);
+                continue;
+            }
+            if column.qualifier != Some(e.qualifier) {
+                column.finish(&family_tombstones, rules, live);
+                column.qualifier = Some(e.qualifier);
+            }
+            if e.kind.is_cell() {
+                let counted_out = e.kind == EntryKind::PutCountedOut;
+                let input = match rules.aggregate {
+                    None => 0,
+                    // Writes to an aggregate family are checked to be 8 bytes.
+                    Some(_) => match decode_i64(e.value) {
+                        Some(input) => input,
+                        None => continue,
+                    },
+                };
+                column.puts.push(Put { index, timestamp: e.timestamp, seq: e.seq, counted_out, input });
+            } else if let Some((start, end)) = e.deleted_span() {
+                column.tombstones.push((e.seq, TimeRange::from_span((start, end))));
+            }
+        }
+        column.finish(&family_tombstones, rules, live);
+        self.family_tombstones = family_tombstones;
+        self.tombstones = column.tombstones;
+        self.puts = column.puts;
+        self.survivors = column.survivors;
     }
-    let mut column = Column::default();
-    for (index, e) in entries {
-        if e.seq > rules.snapshot {
-            continue; // (S)
-        }
-        if e.kind == EntryKind::DeleteFamily {
-            family_tombstones.push(e.seq);
-            continue;
-        }
-        if column.qualifier != Some(e.qualifier) {
-            column.finish(&family_tombstones, rules, live);
-            column.qualifier = Some(e.qualifier);
-        }
-        if e.kind.is_cell() {
-            let counted_out = e.kind == EntryKind::PutCountedOut;
-            let input = match rules.aggregate {
-                None => 0,
-                // Writes to an aggregate family are checked to be 8 bytes.
-                Some(_) => match decode_i64(e.value) {
-                    Some(input) => input,
-                    None => continue,
-                },
-            };
-            column.puts.push(Put { index, timestamp: e.timestamp, seq: e.seq, counted_out, input });
-        } else if let Some((start, end)) = e.deleted_span() {
-            column.tombstones.push((e.seq, TimeRange::from_span((start, end))));
-        }
-    }
-    column.finish(&family_tombstones, rules, live);
 }
 
 /// A put of the column being assembled.
@@ -118,7 +143,7 @@ struct Put {
 }
 
 /// The entries of one column, gathered until the column ends.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Column<'e> {
     qualifier: Option<&'e [u8]>,
     tombstones: Vec<(u64, TimeRange)>,
@@ -132,6 +157,20 @@ impl Column<'_> {
     /// Decides the gathered column's cells and resets it.
     fn finish(&mut self, family_tombstones: &[u64], rules: &FamilyRules<'_>, live: &mut Vec<LiveCell>) {
         let deleted_below = family_tombstones.iter().copied().max().unwrap_or(0);
+        if let [p] = self.puts[..]
+            && self.tombstones.is_empty()
+            && p.seq >= deleted_below
+        {
+            // One cell and no delete (a tall row's column): the rules below
+            // come down to (V) keeping a stored count-out and (G).
+            let counted_out = p.counted_out && rules.gc_rule.version_limit().is_some();
+            let version = if counted_out { usize::MAX } else { 0 };
+            if !rules.gc_rule.collects(version, p.timestamp, rules.now) {
+                live.push(LiveCell { index: p.index, counted_out, merged: rules.aggregate.map(|_| p.input) });
+            }
+            self.reset();
+            return;
+        }
         let is_deleted = |p: &Put| {
             p.seq < deleted_below // (F)
                 || self.tombstones.iter().any(|(s, r)| p.seq < *s && r.contains_micros(p.timestamp)) // (C)
@@ -184,6 +223,11 @@ impl Column<'_> {
             }
         }
         self.survivors = survivors;
+        self.reset();
+    }
+
+    /// Empties the column for the next one, keeping its buffers.
+    fn reset(&mut self) {
         self.qualifier = None;
         self.tombstones.clear();
         self.puts.clear();
@@ -291,7 +335,7 @@ mod tests {
     fn assemble(mut entries: Vec<Entry>, gc: &GcRule, snapshot: u64) -> Vec<(String, i64, String)> {
         entries.sort_by(|a, b| a.key.cmp(&b.key));
         let mut live = Vec::new();
-        assemble_family(entries.iter().map(Entry::as_ref).enumerate(), &rules(gc, snapshot), &mut live);
+        Assembler::default().family(entries.iter().map(Entry::as_ref).enumerate(), &rules(gc, snapshot), &mut live);
         live.iter()
             .map(|c| {
                 let e = &entries[c.index];
@@ -379,7 +423,7 @@ mod tests {
         let now = 1_000_000;
         let rules = FamilyRules { gc_rule: &young, snapshot: u64::MAX, now, dropped_below: 0, aggregate: None };
         let mut live = Vec::new();
-        assemble_family(entries.iter().map(Entry::as_ref).enumerate(), &rules, &mut live);
+        Assembler::default().family(entries.iter().map(Entry::as_ref).enumerate(), &rules, &mut live);
         let out: Vec<bool> = live.iter().map(|c| c.counted_out).collect();
         assert_eq!(out, vec![false, true, false], "the stored flag holds; the newcomer has room beside one cell");
         assert_eq!(assemble(entries, &GcRule::max_versions(2), u64::MAX).len(), 2);
@@ -401,7 +445,7 @@ mod tests {
         entries.sort_by(|a, b| a.key.cmp(&b.key));
         let rules = FamilyRules { aggregate: Some(Aggregate::Sum), ..rules(gc, u64::MAX) };
         let mut live = Vec::new();
-        assemble_family(entries.iter().map(Entry::as_ref).enumerate(), &rules, &mut live);
+        Assembler::default().family(entries.iter().map(Entry::as_ref).enumerate(), &rules, &mut live);
         live.iter().map(|c| (entries[c.index].key.timestamp, c.merged.unwrap())).collect()
     }
 

@@ -7,7 +7,7 @@
 //! - **Complete** — no file outside the input may hold the row, so the input
 //!   is the row's whole stored history (the memtables only hold newer
 //!   entries, which can neither un-collect a cell nor need an older one back).
-//!   Then the read rules ([`assemble_family`]) decide, with the
+//!   Then the read rules ([`Assembler::family`]) decide, with the
 //!   clock of the compaction:
 //!   (K1) live cells are kept, with sequence number 0, since every later
 //!   entry outranks them and they have no order left to keep among
@@ -44,7 +44,7 @@
 
 use crate::key::{EntryKind, EntryRef};
 use crate::model::aggregate::decode_i64;
-use crate::model::assemble::{FamilyRules, assemble_family};
+use crate::model::assemble::{Assembler, FamilyRules, LiveCell};
 use crate::model::{Aggregate, GcRule};
 
 /// What compaction knows of the row it decides.
@@ -73,40 +73,50 @@ pub(crate) struct Kept {
     pub merged: Option<i64>,
 }
 
-/// The entries of one row (key order) to write out.
-pub(crate) fn keep_row(entries: &[EntryRef<'_>], ctx: &RowContext<'_>, keep: &mut Vec<Kept>) {
-    if ctx.complete {
-        let rules = FamilyRules {
-            gc_rule: ctx.gc_rule,
-            snapshot: u64::MAX,
-            now: ctx.now,
-            dropped_below: ctx.dropped_below,
-            aggregate: ctx.aggregate,
-        };
-        let mut live = Vec::new();
-        assemble_family(entries.iter().copied().enumerate(), &rules, &mut live);
-        keep.extend(live.into_iter().map(|c| {
-            let kind = if c.counted_out { EntryKind::PutCountedOut } else { EntryKind::Put };
-            // A drop still recorded deletes by sequence number, so the row keeps them.
-            let seq = if ctx.dropped_below > 0 { entries[c.index].seq } else { 0 };
-            Kept { index: c.index, seq, kind, merged: c.merged }
-        })); // (K1), (K2)
-        return;
-    }
-    for (i, e) in entries.iter().enumerate() {
-        if e.seq < ctx.dropped_below {
-            continue; // (P0)
+/// Decides which entries of each row compaction writes out, keeping its
+/// buffers from row to row.
+#[derive(Debug, Default)]
+pub(crate) struct Keeper {
+    assembler: Assembler,
+    live: Vec<LiveCell>,
+}
+
+impl Keeper {
+    /// The entries of one row (key order) to write out.
+    pub fn keep_row(&mut self, entries: &[EntryRef<'_>], ctx: &RowContext<'_>, keep: &mut Vec<Kept>) {
+        if ctx.complete {
+            let rules = FamilyRules {
+                gc_rule: ctx.gc_rule,
+                snapshot: u64::MAX,
+                now: ctx.now,
+                dropped_below: ctx.dropped_below,
+                aggregate: ctx.aggregate,
+            };
+            self.live.clear();
+            self.assembler.family(entries.iter().copied().enumerate(), &rules, &mut self.live);
+            keep.extend(self.live.iter().map(|c| {
+                let kind = if c.counted_out { EntryKind::PutCountedOut } else { EntryKind::Put };
+                // A drop still recorded deletes by sequence number, so the row keeps them.
+                let seq = if ctx.dropped_below > 0 { entries[c.index].seq } else { 0 };
+                Kept { index: c.index, seq, kind, merged: c.merged }
+            })); // (K1), (K2)
+            return;
         }
-        if let Some(newer) = keep.last_mut()
-            && shadowed(entries, e, newer, ctx.aggregate)
-        {
-            if let Some(agg) = ctx.aggregate {
-                let value = newer.merged.or_else(|| decode_i64(entries[newer.index].value));
-                newer.merged = value.zip(decode_i64(e.value)).map(|(v, input)| agg.merge(v, input)); // (P3)
+        for (i, e) in entries.iter().enumerate() {
+            if e.seq < ctx.dropped_below {
+                continue; // (P0)
             }
-            continue; // (P1)
+            if let Some(newer) = keep.last_mut()
+                && shadowed(entries, e, newer, ctx.aggregate)
+            {
+                if let Some(agg) = ctx.aggregate {
+                    let value = newer.merged.or_else(|| decode_i64(entries[newer.index].value));
+                    newer.merged = value.zip(decode_i64(e.value)).map(|(v, input)| agg.merge(v, input)); // (P3)
+                }
+                continue; // (P1)
+            }
+            keep.push(Kept { index: i, seq: e.seq, kind: e.kind, merged: None }); // (P2)
         }
-        keep.push(Kept { index: i, seq: e.seq, kind: e.kind, merged: None }); // (P2)
     }
 }
 
@@ -171,7 +181,11 @@ mod tests {
     fn kept(entries: &[Entry], complete: bool, gc: &GcRule) -> Vec<(String, u64)> {
         let refs: Vec<EntryRef<'_>> = entries.iter().map(Entry::as_ref).collect();
         let mut keep = Vec::new();
-        keep_row(&refs, &RowContext { complete, gc_rule: gc, now: 0, dropped_below: 0, aggregate: None }, &mut keep);
+        Keeper::default().keep_row(
+            &refs,
+            &RowContext { complete, gc_rule: gc, now: 0, dropped_below: 0, aggregate: None },
+            &mut keep,
+        );
         keep.iter()
             .map(|k| {
                 let (e, seq) = (&entries[k.index], k.seq);
@@ -245,7 +259,7 @@ mod tests {
         let mut keep = Vec::new();
         let ctx =
             RowContext { complete, gc_rule: &GcRule::None, now: 0, dropped_below: 0, aggregate: Some(Aggregate::Sum) };
-        keep_row(&refs, &ctx, &mut keep);
+        Keeper::default().keep_row(&refs, &ctx, &mut keep);
         keep.iter()
             .filter(|k| k.kind.is_cell())
             .map(|k| {

@@ -10,7 +10,7 @@ use bytes::Bytes;
 
 use crate::Result;
 use crate::iter::{Gather, MergingIter, RowGather, Skipper};
-use crate::model::assemble::{FamilyRules, LiveCell, assemble_family};
+use crate::model::assemble::{Assembler, FamilyRules, LiveCell};
 use crate::model::filter::{Filter, RowCell, RowView};
 use crate::model::range_drop::dropped_below;
 use crate::model::{Aggregate, Cell, Column, Family, GcRule, RangeDrop, Row, Timestamp};
@@ -58,6 +58,7 @@ pub(crate) struct RowScanner {
     reverse: bool,
     row: RowGather,
     live: Vec<LiveCell>,
+    assembler: Assembler,
     /// Reused from row to row.
     cells: Vec<RowCell>,
     /// Jumps over what the filter drops anyway (forward reads only).
@@ -85,6 +86,7 @@ impl RowScanner {
             reverse,
             row: RowGather::default(),
             live: Vec::new(),
+            assembler: Assembler::default(),
             cells: Vec::new(),
             seeker,
         }
@@ -140,7 +142,7 @@ impl RowScanner {
                     aggregate: view.aggregate,
                 };
                 let entries = (start..start + n).map(|i| (i, self.row.entry(i)));
-                assemble_family(entries, &rules, &mut live);
+                self.assembler.family(entries, &rules, &mut live);
             }
             start += n;
         }
@@ -161,7 +163,7 @@ impl RowScanner {
     /// buffer.
     fn group(&mut self, cells: &mut Vec<RowCell>) -> Row {
         let key = self.row.append_key();
-        let buffer = Bytes::from(self.row.take_bytes());
+        let buffer = self.row.take_bytes();
         let mut families: Vec<Family> = Vec::with_capacity(1);
         let mut rank = None;
         for c in cells.drain(..) {

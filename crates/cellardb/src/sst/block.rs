@@ -132,6 +132,20 @@ pub struct DecodedBlock {
     value_lens: Field,
 }
 
+/// The first index of `lo..hi` where `below` turns false (`below` true
+/// then false along the range).
+fn partition_point(mut lo: usize, mut hi: usize, below: impl Fn(usize) -> bool) -> usize {
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if below(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
 /// `bytes[ends[i - 1]..ends[i]]`, the `i`th of back-to-back strings.
 #[inline]
 fn nth<'a>(bytes: &'a [u8], ends: &[u32], i: usize) -> &'a [u8] {
@@ -175,25 +189,24 @@ impl DecodedBlock {
     }
 
     /// Index of the first entry not less than `key` (`inclusive`) or greater
-    /// than `key` (`!inclusive`): a binary search.
+    /// than `key` (`!inclusive`). The block's rows are distinct and in
+    /// order, so the search finds the row among them first, comparing row
+    /// keys only, and then the entry within the row's run.
     pub(crate) fn seek(&self, key: &InternalKey, inclusive: bool) -> usize {
+        let row = partition_point(0, self.row_ends.len(), |r| nth(&self.row_bytes, &self.row_ends, r) < &key.row[..]);
+        let row_id = row as u64;
+        let start = partition_point(0, self.len, |i| self.row_of.get(i) < row_id);
+        if row == self.row_ends.len() || nth(&self.row_bytes, &self.row_ends, row) != &key.row[..] {
+            return start;
+        }
+        let end = partition_point(start, self.len, |i| self.row_of.get(i) == row_id);
         let target = (&key.row[..], &key.qualifier[..], key.timestamp, key.seq, key.kind);
-        let below = |i: usize| {
+        partition_point(start, end, |i| {
             self.entry(i).is_some_and(|e| {
                 let ord = compare_parts((e.row, e.qualifier, e.timestamp, e.seq, e.kind), target);
                 if inclusive { ord.is_lt() } else { ord.is_le() }
             })
-        };
-        let (mut lo, mut hi) = (0, self.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if below(mid) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        })
     }
 
     /// Decodes the raw (decompressed) block `raw`.
@@ -471,6 +484,42 @@ mod tests {
         crate::coding::put_zigzag(&mut raw, i64::MAX / 1000);
         raw.extend_from_slice(&[0, 0]);
         assert_eq!(DecodedBlock::decode(&raw).unwrap().entry(0).unwrap().timestamp, i64::MAX / 1000 * 1000);
+    }
+
+    #[test]
+    fn a_seek_lands_where_a_scan_would() {
+        // Rows of one to four entries, and targets on every entry, between
+        // rows, before the first and after the last.
+        let mut entries = Vec::new();
+        for r in 0..20u32 {
+            let row = format!("r{:02}", r * 2);
+            for q in 0..=(r % 4) {
+                entries.push(Entry::put(
+                    row.clone().into(),
+                    format!("q{q}").into(),
+                    1000 * i64::from(q),
+                    5,
+                    "v".into(),
+                ));
+            }
+            if r % 5 == 0 {
+                entries.push(Entry::delete_family(row.clone().into(), 9));
+            }
+        }
+        entries.sort_by(|a, b| a.key.cmp(&b.key));
+        let block = DecodedBlock::decode(&encode(&entries)).unwrap();
+        let mut targets: Vec<InternalKey> = entries.iter().map(|e| e.key.clone()).collect();
+        for r in 0..=40u32 {
+            targets.push(InternalKey::first_of_row(format!("r{r:02}").into()));
+            targets.push(InternalKey::first_of_row(format!("r{r:02}~").into()));
+        }
+        targets.push(InternalKey::first_of_row("a".into()));
+        for t in &targets {
+            for inclusive in [true, false] {
+                let scan = entries.iter().position(|e| if inclusive { e.key >= *t } else { e.key > *t });
+                assert_eq!(block.seek(t, inclusive), scan.unwrap_or(entries.len()), "{t:?} inclusive {inclusive}");
+            }
+        }
     }
 
     #[test]

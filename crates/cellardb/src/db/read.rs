@@ -100,8 +100,11 @@ struct Started {
     now: i64,
     families: Arc<Vec<FamilyView>>,
     spans: VecDeque<KeySpan>,
-    /// The rows of the span being read, and the span.
-    scanner: Option<(RowScanner, KeySpan)>,
+    /// The span being read, if one is.
+    span: Option<KeySpan>,
+    /// Rows out of the span's merge; made for the first span and moved on
+    /// from span to span.
+    scanner: Option<RowScanner>,
 }
 
 impl Iterator for ReadRows {
@@ -129,21 +132,26 @@ impl ReadRows {
         let filter = self.filter.clone();
         let Some(s) = self.started.as_mut() else { return Ok(None) };
         loop {
-            if s.scanner.is_none() {
+            if s.span.is_none() {
                 let Some(span) = s.spans.pop_front() else { return Ok(None) };
                 let merge = merge_span(&s.sv, &s.families, &span, reverse, &self.table)?;
-                let scanner = RowScanner::new(merge, s.families.clone(), filter.clone(), s.snapshot, s.now, reverse);
-                s.scanner = Some((scanner, span));
+                if let Some(scanner) = &mut s.scanner {
+                    scanner.restart(merge);
+                } else {
+                    let families = s.families.clone();
+                    s.scanner = Some(RowScanner::new(merge, families, filter.clone(), s.snapshot, s.now, reverse));
+                }
+                s.span = Some(span);
             }
-            let Some((scanner, _)) = s.scanner.as_mut() else { return Ok(None) };
+            let Some(scanner) = s.scanner.as_mut() else { return Ok(None) };
             match scanner.next_row()? {
                 Scanned::Row(row) => return Ok(Some(row)),
-                Scanned::End => s.scanner = None,
+                Scanned::End => s.span = None,
                 Scanned::Wide(key) => {
                     // What is left of the span lies below the wide row: a
                     // new reversed merge starts there, from the files'
                     // indexes, instead of stepping through the row.
-                    if let Some((_, span)) = s.scanner.take() {
+                    if let Some(span) = s.span.take() {
                         s.spans.push_front(KeySpan { lo: span.lo, hi: Some(key.clone()) });
                     }
                     if let Some(row) = read_forward(s, &self.table, key, &filter)? {
@@ -176,7 +184,7 @@ impl ReadRows {
         if self.reverse {
             spans = spans.into_iter().rev().collect();
         }
-        Ok(Started { sv, snapshot, now: now_micros(), families: Arc::new(families), spans, scanner: None })
+        Ok(Started { sv, snapshot, now: now_micros(), families: Arc::new(families), spans, span: None, scanner: None })
     }
 }
 

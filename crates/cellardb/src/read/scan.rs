@@ -92,6 +92,12 @@ impl RowScanner {
         }
     }
 
+    /// Moves the scanner on to another span's merge, keeping its buffers:
+    /// a read of many keys sets up one scanner, not one a key.
+    pub fn restart(&mut self, merge: MergingIter) {
+        self.merge = merge;
+    }
+
     /// The next row with at least one cell after deletes, GC and the
     /// filter; in a reversed read, the key of a row too wide to gather
     /// backwards instead ([`WIDE_ROW_ENTRIES`]).

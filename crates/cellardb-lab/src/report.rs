@@ -39,6 +39,9 @@ pub fn csv_columns() -> Vec<String> {
         "events_per_sec",
         "cells_per_sec",
         "write_amplification",
+        "first_tenth_events_per_sec",
+        "last_tenth_events_per_sec",
+        "stall_seconds",
     ]
     .map(String::from)
     .into();
@@ -71,6 +74,9 @@ pub fn csv(reports: &[PatternReport]) -> String {
             format!("{:.0}", r.events_per_sec()),
             format!("{:.0}", r.cells_per_sec()),
             format!("{:.3}", r.write_amplification),
+            format!("{:.0}", r.tenth_events_per_sec().0),
+            format!("{:.0}", r.tenth_events_per_sec().1),
+            r.stall.map_or_else(String::new, |d| format!("{:.3}", d.as_secs_f64())),
         ];
         for (kind, form) in measured() {
             match r.query(kind, form) {
@@ -207,7 +213,9 @@ pub fn markdown(reports: &[PatternReport], config: &LabConfig, machine: &Machine
          point query and form, {rounds} round(s). Each figure is the median over the rounds, with the \
          smallest and largest in brackets when they differ. Bytes are allocated on disk, the write-ahead \
          log excluded. Write amplification: bytes written (log, flushes, compaction) per logical byte, over \
-         ingest, flush and full compaction.\n",
+         ingest, flush and full compaction. Last ÷ first tenth: the ingest rate over the last tenth of the \
+         events divided by the rate over the first tenth (1.00: the rate holds as the data grows). Stall: \
+         seconds writers waited for flushes or compactions during ingest.\n",
         o.get_durability(),
         o.get_block_size(),
         o.get_compression(),
@@ -218,9 +226,9 @@ pub fn markdown(reports: &[PatternReport], config: &LabConfig, machine: &Machine
     let _ = writeln!(out, "## Storage and ingest\n");
     let _ = writeln!(
         out,
-        "| pattern | engine | logical MB | MB after flush | MB after compaction | bytes/measurement | compression | cells/s | write amp. |"
+        "| pattern | engine | logical MB | MB after flush | MB after compaction | bytes/measurement | compression | cells/s | last ÷ first tenth | stall s | write amp. |"
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|");
     let mb = |b: f64| format!("{:.2}", b / 1e6);
     let two = |x: f64| format!("{x:.2}");
     for g in groups(reports) {
@@ -229,7 +237,7 @@ pub fn markdown(reports: &[PatternReport], config: &LabConfig, machine: &Machine
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             g.0.name(),
             g.1,
             figure(&|r| r.logical_bytes as f64, &mb),
@@ -238,6 +246,9 @@ pub fn markdown(reports: &[PatternReport], config: &LabConfig, machine: &Machine
             figure(&PatternReport::bytes_per_measurement, &two),
             figure(&PatternReport::compression_ratio, &|x| format!("{x:.1}×")),
             figure(&PatternReport::cells_per_sec, &thousands),
+            figure(&PatternReport::ingest_decay, &two),
+            over_rounds(reports, g, |r| r.stall.map(|d| d.as_secs_f64()))
+                .map_or_else(|| "-".to_owned(), |s| s.show(|x| format!("{x:.1}"))),
             figure(&|r| r.write_amplification, &two),
         );
     }
@@ -403,6 +414,8 @@ mod tests {
             bytes_after_flush: 500,
             bytes_after_compaction: 400,
             ingest: Duration::from_millis(10),
+            ingest_tenths: (Duration::from_millis(1), Duration::from_millis(1)),
+            stall: None,
             write_amplification: 1.0,
             queries: vec![QueryReport {
                 kind: QueryKind::Latest,
@@ -425,6 +438,28 @@ mod tests {
         let mut out = String::new();
         comparison(&reports, &mut out);
         out.lines().find(|l| l.contains("| latest | natural |")).unwrap_or_default().to_owned()
+    }
+
+    #[test]
+    fn the_ingest_decay_is_the_last_tenths_rate_over_the_firsts() {
+        // 10 events: a tenth is one event, written in 1 ms first and 4 ms last.
+        let mut r = report("cellardb", 0, 1);
+        r.ingest_tenths = (Duration::from_millis(1), Duration::from_millis(4));
+        r.stall = Some(Duration::from_millis(1500));
+        assert_eq!(r.tenth_events_per_sec(), (1000.0, 250.0));
+        assert!((r.ingest_decay() - 0.25).abs() < 1e-12);
+        let csv = csv(&[r]);
+        let (header, line) = csv.trim_end().split_once('\n').unwrap();
+        let field = |name: &str| {
+            let i = header.split(',').position(|c| c == name).unwrap();
+            line.split(',').nth(i).unwrap().to_owned()
+        };
+        assert_eq!(header.split(',').count(), line.split(',').count());
+        assert_eq!(
+            (field("first_tenth_events_per_sec"), field("last_tenth_events_per_sec")),
+            ("1000".into(), "250".into())
+        );
+        assert_eq!(field("stall_seconds"), "1.500");
     }
 
     #[test]

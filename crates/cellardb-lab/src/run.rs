@@ -84,6 +84,12 @@ pub struct PatternReport {
     pub bytes_after_compaction: u64,
     /// Wall time of the ingest (every event written, before the final flush).
     pub ingest: Duration,
+    /// Wall time of the ingest's first tenth of events and of its last
+    /// tenth: whether the rate holds as the data grows.
+    pub ingest_tenths: (Duration, Duration),
+    /// Time writers waited for flushes or compactions (write stalls), where
+    /// the engine counts it.
+    pub stall: Option<Duration>,
     /// Bytes written to disk (log, flushes, compactions) per logical byte.
     pub write_amplification: f64,
     /// Every query in every form.
@@ -111,6 +117,21 @@ impl PatternReport {
         self.cells as f64 / self.ingest.as_secs_f64().max(1e-9)
     }
 
+    /// Events written per second over the ingest's first tenth and over its
+    /// last tenth.
+    pub fn tenth_events_per_sec(&self) -> (f64, f64) {
+        let tenth = (self.events / 10).max(1) as f64;
+        let rate = |d: Duration| tenth / d.as_secs_f64().max(1e-9);
+        (rate(self.ingest_tenths.0), rate(self.ingest_tenths.1))
+    }
+
+    /// The last tenth's ingest rate over the first tenth's: 1.0 when the
+    /// rate holds to the end, lower when it decays.
+    pub fn ingest_decay(&self) -> f64 {
+        let (first, last) = self.tenth_events_per_sec();
+        last / first.max(1e-9)
+    }
+
     /// The figures of query `kind` in `form`.
     pub fn query(&self, kind: QueryKind, form: Form) -> Option<&QueryReport> {
         self.queries.iter().find(|q| q.kind == kind && q.form == form)
@@ -129,6 +150,9 @@ pub(crate) trait LabEngine {
     fn compact(&mut self) -> Result<()>;
     /// Bytes written to disk so far: log, flushes, compactions.
     fn bytes_written(&self) -> Result<u64>;
+    /// Time writers have waited for flushes or compactions so far, if the
+    /// engine counts it.
+    fn stall_time(&self) -> Option<Duration>;
     /// Reads `plan` as a user of the engine would, handing every cell to
     /// `sink`, borrowed.
     fn read(&self, plan: &Plan, sink: &mut dyn FnMut(CellRef<'_>)) -> Result<()>;
@@ -158,6 +182,10 @@ impl LabEngine for Cellar {
     fn bytes_written(&self) -> Result<u64> {
         let s = self.db.stats()?;
         Ok(s.wal_bytes_written + s.flush_bytes_written + s.compaction_bytes_written)
+    }
+
+    fn stall_time(&self) -> Option<Duration> {
+        self.db.stats().ok().map(|s| s.stall_time)
     }
 
     fn read(&self, plan: &Plan, sink: &mut dyn FnMut(CellRef<'_>)) -> Result<()> {
@@ -206,16 +234,28 @@ pub(crate) fn measure(
     let mut report = |stage, done, total| progress(Progress { pattern, stage, done, total });
     let total = w.events_count();
     let mut logical_bytes = 0;
+    // The first and last tenths are the same number of events.
+    let tenth = (total / 10).max(1);
+    let last_tenth_start = total.saturating_sub(tenth);
+    let (mut first_tenth, mut last_tenth_from) = (None, None);
     let started = Instant::now();
-    for (i, e) in w.events().enumerate() {
+    for (i, e) in (0u64..).zip(w.events()) {
+        if i == tenth {
+            first_tenth = Some(started.elapsed());
+        }
+        if i == last_tenth_start {
+            last_tenth_from = Some(started.elapsed());
+        }
         let rows = pattern.mutations(&e);
         logical_bytes += logical_size(pattern, &rows);
         engine.write_event(rows)?;
         if i % 50_000 == 0 {
-            report("ingest", i as u64, total);
+            report("ingest", i, total);
         }
     }
     let ingest = started.elapsed();
+    let ingest_tenths = (first_tenth.unwrap_or(ingest), ingest.saturating_sub(last_tenth_from.unwrap_or_default()));
+    let stall = engine.stall_time();
     report("ingest", total, total);
     report("flush", 0, 1);
     engine.flush()?;
@@ -248,6 +288,8 @@ pub(crate) fn measure(
         bytes_after_flush,
         bytes_after_compaction,
         ingest,
+        ingest_tenths,
+        stall,
         write_amplification: written as f64 / logical_bytes.max(1) as f64,
         queries,
     })

@@ -70,6 +70,10 @@ impl LabEngine for RocksBaseline {
         Ok(w.wal_bytes + w.flush_bytes + w.compaction_bytes)
     }
 
+    fn stall_time(&self) -> Option<std::time::Duration> {
+        Some(std::time::Duration::from_micros(self.writes().stall_micros))
+    }
+
     fn read(&self, plan: &Plan, sink: &mut dyn FnMut(CellRef<'_>)) -> Result<()> {
         read(self, plan, sink)
     }

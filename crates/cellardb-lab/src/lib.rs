@@ -1,7 +1,7 @@
 //! # cellardb-lab
 //!
 //! The schema-pattern lab: Bigtable's time-series schema guide turned into
-//! measurements on this machine, with [cellardb](cellardb) as the store.
+//! measurements on this machine, with [cellardb] as the store.
 //!
 //! - [`workload`]: the weather-balloon data set, exact to the byte
 //!   (`docs/workload.md`), and the schema patterns that write it.

@@ -4,7 +4,7 @@
 //! dependency would outweigh the layout below. Output is a pure function of
 //! the inputs — same data, same bytes — so charts can be committed and
 //! diffed. The one guess is text width: sans-serif is taken as
-//! [`CHAR_W`] pixels per character, generous enough that labels get room.
+//! `CHAR_W` pixels per character, generous enough that labels get room.
 //!
 //! ```text
 //!              title

@@ -5,12 +5,12 @@
 //! and the cache knows nothing of SSTables. Sharded by block so concurrent
 //! readers rarely meet on one lock.
 //!
-//! Eviction is CLOCK (second chance), the approximation of least recently
-//! used that LevelDB's successors and most OS page caches use: a hit only
-//! sets the block's reference bit, so it costs a hash lookup and nothing
-//! else; eviction sweeps a hand over the blocks, clearing set bits and
-//! evicting the first block whose bit is clear, so a block used since the
-//! hand last passed survives one more sweep.
+//! Eviction is CLOCK (second chance), an approximation of least recently
+//! used (RocksDB's `HyperClockCache` is one, as are many OS page caches):
+//! a hit only sets the block's reference bit, so it costs a hash lookup
+//! and nothing else; eviction sweeps a hand over the blocks, clearing set
+//! bits and evicting the first block whose bit is clear, so a block used
+//! since the hand last passed survives one more sweep.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};

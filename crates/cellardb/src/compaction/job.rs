@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use super::picker::{OutputLayout, TARGET_FILE_SIZE, TOMBSTONE_WINDOW};
+use super::pass::{PassCounts, PassThrough};
+use super::picker::{OutputLayout, TOMBSTONE_WINDOW};
 use crate::Result;
 use crate::iter::{MergingIter, RowGather};
 use crate::key::EntryRef;
@@ -31,6 +32,19 @@ pub(crate) struct Job<'a> {
     pub layout: OutputLayout,
     /// The store's dropped row ranges.
     pub drops: &'a [RangeDrop],
+    /// Whether rows no other input touches may pass through as they are
+    /// (`compaction::pass`); a full compaction rewrites every block.
+    pub pass_through: bool,
+    /// Bytes at which an output file is cut, at a row boundary.
+    pub target_file_size: u64,
+}
+
+/// What a job did.
+pub(crate) struct Ran {
+    /// The files written.
+    pub outputs: Vec<Output>,
+    /// What passed through without a merge.
+    pub passed: PassCounts,
 }
 
 /// A file the job wrote.
@@ -48,17 +62,24 @@ pub(crate) type NewWriter<'a> = dyn FnMut() -> Result<(u64, SstWriter)> + 'a;
 
 impl Job<'_> {
     /// Runs the compaction; the outputs are synced, not yet installed.
-    pub fn run(&self, new_writer: &mut NewWriter<'_>) -> Result<Vec<Output>> {
-        let mut merge = MergingIter::new(false);
+    pub fn run(&self, new_writer: &mut NewWriter<'_>) -> Result<Ran> {
+        let mut merge: MergingIter<SstIter> = MergingIter::new(false);
         for reader in self.inputs {
             let all = (Bound::Unbounded, Bound::Unbounded);
             merge.add(Box::new(SstIter::new(reader.clone(), None, all, false)?), 0);
         }
-        let mut sink = Sink::new(self.layout);
+        let mut pass = if self.pass_through { PassThrough::new(self) } else { None };
+        let mut sink = Sink::new(self.layout, self.target_file_size);
         let mut row = RowGather::default();
         let mut keep = Vec::new();
         let mut keeper = Keeper::default();
-        while row.next_row(&mut merge, false)? {
+        loop {
+            if let Some(pass) = pass.as_mut() {
+                pass.run(&mut merge, &mut sink, new_writer)?;
+            }
+            if !row.next_row(&mut merge, false)? {
+                break;
+            }
             let complete = !self.older.iter().any(|f| may_hold(f, row.key()));
             let entries: Vec<EntryRef<'_>> = (0..row.gathered().len()).map(|i| row.entry(i)).collect();
             keep.clear();
@@ -77,27 +98,29 @@ impl Job<'_> {
             }
             sink.end_row()?;
         }
-        sink.finish()
+        let passed = pass.map(|p| p.counts).unwrap_or_default();
+        Ok(Ran { outputs: sink.finish()?, passed })
     }
 }
 
 /// Whether `file` may hold entries of `row`.
-fn may_hold(file: &SstReader, row: &[u8]) -> bool {
+pub(crate) fn may_hold(file: &SstReader, row: &[u8]) -> bool {
     let p = file.props();
     &p.first_row[..] <= row && row <= &p.last_row[..] && file.may_contain_row(row)
 }
 
 /// The output files being written: one run, or one run per time window.
-struct Sink {
+pub(crate) struct Sink {
     layout: OutputLayout,
+    target_file_size: u64,
     /// Open writers by window (a single one, window 0, for a level).
     open: BTreeMap<i64, (u64, SstWriter)>,
     done: Vec<Output>,
 }
 
 impl Sink {
-    fn new(layout: OutputLayout) -> Self {
-        Sink { layout, open: BTreeMap::new(), done: Vec::new() }
+    fn new(layout: OutputLayout, target_file_size: u64) -> Self {
+        Sink { layout, target_file_size, open: BTreeMap::new(), done: Vec::new() }
     }
 
     fn level(&self) -> u8 {
@@ -107,23 +130,39 @@ impl Sink {
         }
     }
 
+    /// The writer of a one-run output, opened if none is.
+    pub fn level_writer(&mut self, new_writer: &mut NewWriter<'_>) -> Result<&mut SstWriter> {
+        debug_assert!(matches!(self.layout, OutputLayout::Level(_)));
+        self.writer(0, new_writer)
+    }
+
+    /// The open writer of `window`, opened if none is.
+    fn writer(&mut self, window: i64, new_writer: &mut NewWriter<'_>) -> Result<&mut SstWriter> {
+        let (_, writer) = match self.open.entry(window) {
+            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::btree_map::Entry::Vacant(v) => v.insert(new_writer()?),
+        };
+        Ok(writer)
+    }
+
+    /// The row last written to a one-run output's open file.
+    pub fn last_row(&self) -> Option<&[u8]> {
+        self.open.get(&0).and_then(|(_, w)| w.last_row())
+    }
+
     fn add(&mut self, e: EntryRef<'_>, new_writer: &mut NewWriter<'_>) -> Result<()> {
         let window = match self.layout {
             OutputLayout::Level(_) => 0,
             OutputLayout::Windows(_) if !e.kind.is_cell() => TOMBSTONE_WINDOW,
             OutputLayout::Windows(width) => e.timestamp.div_euclid(width),
         };
-        let (_, writer) = match self.open.entry(window) {
-            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
-            std::collections::btree_map::Entry::Vacant(v) => v.insert(new_writer()?),
-        };
-        writer.add(e)
+        self.writer(window, new_writer)?.add(e)
     }
 
     /// At a row boundary: finishes the files that reached their target size.
-    fn end_row(&mut self) -> Result<()> {
+    pub fn end_row(&mut self) -> Result<()> {
         let full: Vec<i64> =
-            self.open.iter().filter(|(_, (_, w))| w.file_size() >= TARGET_FILE_SIZE).map(|(k, _)| *k).collect();
+            self.open.iter().filter(|(_, (_, w))| w.file_size() >= self.target_file_size).map(|(k, _)| *k).collect();
         for window in full {
             if let Some((number, writer)) = self.open.remove(&window) {
                 self.close(number, writer)?;

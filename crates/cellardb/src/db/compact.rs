@@ -44,6 +44,9 @@ struct Task {
     inputs: Vec<Arc<SstHandle>>,
     older: Vec<Arc<SstReader>>,
     drops: Vec<RangeDrop>,
+    /// Whether rows may pass through unmerged (not in a full compaction,
+    /// which rewrites every block).
+    pass_through: bool,
 }
 
 /// The background thread: runs due compactions after each flush or schema
@@ -104,7 +107,7 @@ impl Core {
                 self.check_open()?;
                 let files = file_infos(&st, family.store);
                 let Some(choice) = picker::pick_full(&files, self.opts.compaction, &family.gc_rule) else { continue };
-                Self::claim(&mut st, &family, choice)
+                Self::claim(&mut st, &family, choice, false)
             };
             self.run_and_release(&task)?;
         }
@@ -135,14 +138,14 @@ impl Core {
                 }
             }
             let Some((family, choice)) = due else { return Ok(false) };
-            Self::claim(&mut st, &family, choice)
+            Self::claim(&mut st, &family, choice, true)
         };
         self.run_and_release(&task)?;
         Ok(true)
     }
 
     /// Marks `store` busy and gathers what the compaction needs.
-    fn claim(st: &mut EngineState, family: &FamilyMeta, choice: Choice) -> Task {
+    fn claim(st: &mut EngineState, family: &FamilyMeta, choice: Choice, pass_through: bool) -> Task {
         let store = family.store;
         st.busy.insert(store);
         let chosen: HashSet<u64> = match &choice {
@@ -163,7 +166,7 @@ impl Core {
             .filter_map(|m| st.handles.get(&m.file).map(|h| h.reader.clone()))
             .collect();
         let drops = drops_of(st, store);
-        Task { store, family: family.clone(), choice, inputs, older, drops }
+        Task { store, family: family.clone(), choice, inputs, older, drops, pass_through }
     }
 
     fn run_and_release(&self, task: &Task) -> Result<()> {
@@ -188,6 +191,8 @@ impl Core {
             now: now_micros(),
             layout,
             drops: &task.drops,
+            pass_through: task.pass_through,
+            target_file_size: picker::TARGET_FILE_SIZE,
         };
         let options = SstOptions { block_size: self.opts.block_size, compression: self.opts.compression };
         let origin = SstOrigin { family: &task.family.name, store: task.store, created_micros: job.now };
@@ -196,7 +201,9 @@ impl Core {
             let path = self.dir.join(sst::file_name(number));
             Ok((number, SstWriter::create(&*self.fs, &path, origin, options)?))
         };
-        let outputs = job.run(&mut new_writer)?;
+        let ran = job.run(&mut new_writer)?;
+        let outputs = ran.outputs;
+        self.counters.add_passed(ran.passed.blocks_copied, ran.passed.entries_copied + ran.passed.entries_added);
         if !outputs.is_empty() {
             self.fs.sync_dir(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
         }
@@ -204,11 +211,12 @@ impl Core {
         let handles =
             outputs.iter().map(|o| self.open_output(task.store, o, drops_applied)).collect::<Result<Vec<_>>>()?;
         log::debug!(
-            "cellardb: compacted {} files of {} into {} in {:?}",
+            "cellardb: compacted {} files of {} into {} in {:?} ({} blocks copied)",
             task.inputs.len(),
             task.family.name,
             handles.len(),
-            started.elapsed()
+            started.elapsed(),
+            ran.passed.blocks_copied
         );
         self.install_compaction(task, handles)
     }

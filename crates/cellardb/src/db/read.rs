@@ -213,7 +213,7 @@ fn merge_span(
     let bounds = key_bounds(span);
     let single_row = span.single_row();
     let cache = Some(table.db.core().cache.clone());
-    let mut merge = MergingIter::new(reverse);
+    let mut merge: MergingIter = MergingIter::new(reverse);
     for (rank, family) in families.iter().enumerate() {
         let rank = u16::try_from(rank).unwrap_or(u16::MAX);
         for mem in sv.memtables() {

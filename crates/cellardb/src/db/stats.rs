@@ -30,6 +30,8 @@ pub(crate) struct Counters {
     flushed: AtomicU64,
     compaction_read: AtomicU64,
     compaction_written: AtomicU64,
+    blocks_copied: AtomicU64,
+    entries_passed: AtomicU64,
     stall_micros: AtomicU64,
     expired_at_write: AtomicU64,
 }
@@ -50,6 +52,11 @@ impl Counters {
     pub fn add_compaction(&self, read: u64, written: u64) {
         self.compaction_read.fetch_add(read, Ordering::Relaxed);
         self.compaction_written.fetch_add(written, Ordering::Relaxed);
+    }
+
+    pub fn add_passed(&self, blocks_copied: u64, entries: u64) {
+        self.blocks_copied.fetch_add(blocks_copied, Ordering::Relaxed);
+        self.entries_passed.fetch_add(entries, Ordering::Relaxed);
     }
 
     pub fn add_expired_at_write(&self, n: u64) {
@@ -82,6 +89,12 @@ pub struct Stats {
     pub compaction_bytes_read: u64,
     /// Bytes of SSTables compactions wrote since open.
     pub compaction_bytes_written: u64,
+    /// Data blocks compactions copied into their output as stored, since
+    /// open: blocks of rows no other input touched (`docs/compaction.md`).
+    pub compaction_blocks_copied: u64,
+    /// Entries compactions wrote without merging them, since open: those
+    /// of the copied blocks, and others of such rows added one by one.
+    pub compaction_entries_passed: u64,
     /// Bytes written to disk (log, flushes, compactions) per logical byte
     /// written, since open.
     pub write_amplification: f64,
@@ -220,6 +233,8 @@ impl Db {
             flush_bytes_written: c.flushed.load(Ordering::Relaxed),
             compaction_bytes_read: load(&c.compaction_read),
             compaction_bytes_written: load(&c.compaction_written),
+            compaction_blocks_copied: load(&c.blocks_copied),
+            compaction_entries_passed: load(&c.entries_passed),
             write_amplification: if logical == 0 { 0.0 } else { written as f64 / logical as f64 },
             space_amplification: if deepest == 0 { 1.0 } else { all as f64 / deepest as f64 },
             stall_time: Duration::from_micros(c.stall_micros.load(Ordering::Relaxed)),

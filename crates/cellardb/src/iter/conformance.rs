@@ -282,7 +282,7 @@ impl Layers {
     fn open(&self, bounds: &Bounds, reverse: bool) -> Vec<(&'static str, Box<dyn Under>)> {
         let sst = |r: &Arc<SstReader>| SstIter::new(r.clone(), None, bounds.clone(), reverse).unwrap();
         let mem = |m: &Arc<Memtable>| MemIter::new(m.clone(), 1, bounds.clone(), reverse);
-        let mut merge = MergingIter::new(reverse);
+        let mut merge: MergingIter = MergingIter::new(reverse);
         for r in &self.parts.0 {
             merge.add(Box::new(sst(r)), 0);
         }

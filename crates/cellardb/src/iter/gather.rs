@@ -9,7 +9,7 @@ use std::ops::Range;
 
 use bytes::{Bytes, BytesMut};
 
-use super::MergingIter;
+use super::{EntrySource, MergingIter};
 use crate::Result;
 use crate::key::{EntryKind, EntryRef, InternalKey};
 
@@ -80,14 +80,14 @@ impl Default for RowGather {
 impl RowGather {
     /// Copies the next row's entries out of `merge`, in key order (reversed
     /// back if the merge runs backwards); false when the merge is exhausted.
-    pub fn next_row(&mut self, merge: &mut MergingIter, reverse: bool) -> Result<bool> {
+    pub fn next_row<S: EntrySource + ?Sized>(&mut self, merge: &mut MergingIter<S>, reverse: bool) -> Result<bool> {
         self.next_row_skipping(merge, reverse, None)
     }
 
     /// [`RowGather::next_row`], jumping where `skipper` says (forward only).
-    pub fn next_row_skipping(
+    pub fn next_row_skipping<S: EntrySource + ?Sized>(
         &mut self,
-        merge: &mut MergingIter,
+        merge: &mut MergingIter<S>,
         reverse: bool,
         skipper: Option<&mut dyn Skipper>,
     ) -> Result<bool> {
@@ -98,9 +98,9 @@ impl RowGather {
     /// `cap` entries: then only its key is kept ([`RowGather::key`]) and
     /// the merge is left inside the row. A reversed read cannot seek within
     /// a row, so it reads a wide row forward instead.
-    pub fn next_row_capped(
+    pub fn next_row_capped<S: EntrySource + ?Sized>(
         &mut self,
-        merge: &mut MergingIter,
+        merge: &mut MergingIter<S>,
         reverse: bool,
         skipper: Option<&mut dyn Skipper>,
         cap: usize,
@@ -108,9 +108,9 @@ impl RowGather {
         self.gather(merge, reverse, skipper, cap)
     }
 
-    fn gather(
+    fn gather<S: EntrySource + ?Sized>(
         &mut self,
-        merge: &mut MergingIter,
+        merge: &mut MergingIter<S>,
         reverse: bool,
         mut skipper: Option<&mut dyn Skipper>,
         cap: usize,

@@ -14,26 +14,28 @@ use crate::Result;
 use crate::key::EntryRef;
 
 /// A source and the rank of its family.
-struct Ranked {
-    source: Box<dyn EntrySource>,
+struct Ranked<S: ?Sized> {
+    source: Box<S>,
     rank: u16,
 }
 
-/// The merge of many sources.
-pub struct MergingIter {
-    sources: Vec<Ranked>,
+/// The merge of many sources: of any kind (reads merge memtables and
+/// SSTables), or of one kind that the merge's owner reaches into
+/// (compaction, which copies whole blocks of the leading SSTable).
+pub struct MergingIter<S: EntrySource + ?Sized = dyn EntrySource> {
+    sources: Vec<Ranked<S>>,
     heap: Vec<usize>,
     reverse: bool,
 }
 
-impl MergingIter {
+impl<S: EntrySource + ?Sized> MergingIter<S> {
     /// An empty merge, forward or reversed.
     pub fn new(reverse: bool) -> Self {
         MergingIter { sources: Vec::new(), heap: Vec::new(), reverse }
     }
 
     /// Adds a source of family rank `rank`, positioned on its first entry.
-    pub fn add(&mut self, source: Box<dyn EntrySource>, rank: u16) {
+    pub fn add(&mut self, source: Box<S>, rank: u16) {
         let has_entry = source.current().is_some();
         self.sources.push(Ranked { source, rank });
         if has_entry {
@@ -72,6 +74,34 @@ impl MergingIter {
             self.sift_down(i);
         }
         Ok(())
+    }
+
+    /// The index (in the order added) of the source under the current
+    /// entry, and the entry that comes next from any other source: the
+    /// leading source's entries before that one come out of the merge one
+    /// after the other, from it alone.
+    pub fn leader(&self) -> Option<(usize, Option<EntryRef<'_>>)> {
+        let &top = self.heap.first()?;
+        let second = match self.heap.len() {
+            1 => None,
+            2 => Some(1),
+            _ => Some(if self.before(2, 1) { 2 } else { 1 }),
+        };
+        Some((top, second.and_then(|slot| self.sources[self.heap[slot]].source.current())))
+    }
+
+    /// Lets `f` move the leading source forward, then restores the heap.
+    /// Forward merges only. `None` if the merge is exhausted.
+    pub fn with_leader<R>(&mut self, f: impl FnOnce(&mut S) -> R) -> Option<R> {
+        let &top = self.heap.first()?;
+        let result = f(&mut *self.sources[top].source);
+        if self.sources[top].source.current().is_none() {
+            let last = self.heap.len() - 1;
+            self.heap.swap(0, last);
+            self.heap.pop();
+        }
+        self.sift_down(0);
+        Some(result)
     }
 
     /// Whether the source at heap slot `a` comes before the one at `b`.

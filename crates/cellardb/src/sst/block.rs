@@ -188,6 +188,23 @@ impl DecodedBlock {
         (0..self.len()).filter_map(|i| self.entry(i))
     }
 
+    /// The distinct row keys of the block, in order.
+    pub(crate) fn rows(&self) -> impl Iterator<Item = &[u8]> {
+        (0..self.row_ends.len()).map(|r| nth(&self.row_bytes, &self.row_ends, r))
+    }
+
+    /// Whether every entry is a plain cell (`EntryKind::Put`) with sequence
+    /// number 0, as a compaction writes the rows it sees whole.
+    pub(crate) fn all_settled_puts(&self) -> bool {
+        let same = |f: &Field, value: u64| matches!(f.offsets, Ints::Zero) && f.base == value;
+        self.len == 0 || (same(&self.kinds, u64::from(EntryKind::Put as u8)) && same(&self.seqs, SIGN))
+    }
+
+    /// The oldest timestamp in the block (`None` if it is empty).
+    pub(crate) fn oldest_timestamp(&self) -> Option<i64> {
+        (self.len > 0).then(|| (self.timestamps.base ^ SIGN).cast_signed() * self.scale)
+    }
+
     /// Index of the first entry not less than `key` (`inclusive`) or greater
     /// than `key` (`!inclusive`). The block's rows are distinct and in
     /// order, so the search finds the row among them first, comparing row

@@ -94,6 +94,29 @@ impl SstIter {
         Ok(())
     }
 
+    /// The file read.
+    pub(crate) fn reader(&self) -> &Arc<SstReader> {
+        &self.reader
+    }
+
+    /// The block under the iterator, with its place in the file's index,
+    /// if the iterator stands on its first entry.
+    pub(crate) fn at_block_start(&self) -> Option<(usize, &Arc<DecodedBlock>)> {
+        let block = self.block.as_ref()?;
+        (self.pos == 0 && !block.is_empty()).then_some((self.block_idx, block))
+    }
+
+    /// Moves to the first entry of the next block, past the rest of this
+    /// one (a forward iteration without an upper bound: compaction's).
+    pub(crate) fn skip_block(&mut self) -> Result<()> {
+        debug_assert!(!self.reverse && matches!(self.hi, Bound::Unbounded));
+        if self.block.is_some() {
+            self.pos = self.block_len();
+            self.skip_forward()?;
+        }
+        Ok(())
+    }
+
     fn load(&mut self, i: usize) -> Result<()> {
         self.block_idx = i;
         let block = self.reader.block(i, self.cache.as_deref())?;

@@ -150,6 +150,26 @@ impl SstReader {
         Ok(block)
     }
 
+    /// Data block `i` as stored (compressed or not), its checksum checked:
+    /// for a compaction that copies the block into its output unchanged.
+    ///
+    /// # Errors
+    /// `Error::Corruption` at the block's offset if it fails its checksum;
+    /// `Error::InvalidArgument` if there is no block `i`.
+    pub(crate) fn stored_block(&self, i: usize) -> Result<StoredBlock> {
+        let Some(entry) = self.index.get(i) else {
+            let what = format!("block {i} of {}: the file has {} data blocks", self.path.display(), self.index.len());
+            return Err(Error::InvalidArgument(what));
+        };
+        let stored = self.stored(&entry.handle)?;
+        Ok(StoredBlock {
+            bytes: stored.bytes,
+            compression: stored.compression,
+            raw_len: entry.handle.raw_len,
+            entries: entry.entries,
+        })
+    }
+
     /// A block (data, index or properties) whose bytes passed their
     /// checksum but do not decode: the fault is named at the block's offset
     /// in the file, with its place in the decompressed bytes.
@@ -310,6 +330,18 @@ pub struct CheckReport {
     pub cells: u64,
     /// Every fault found, in file order.
     pub faults: Vec<Error>,
+}
+
+/// A data block as stored in its file, its checksum checked.
+pub(crate) struct StoredBlock {
+    /// The stored bytes, without the trailer.
+    pub bytes: Bytes,
+    /// How they are compressed.
+    pub compression: BlockCompression,
+    /// Bytes once decompressed.
+    pub raw_len: u32,
+    /// Entries in the block.
+    pub entries: u32,
 }
 
 /// A block as stored, its checksum checked.

@@ -4,11 +4,13 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 
+use super::block::DecodedBlock;
 use super::block_builder::BlockBuilder;
 use super::bloom;
 use super::format::{BlockCompression, BlockHandle, Footer, TRAILER_LEN, trailer};
 use super::index::{self, IndexEntry};
 use super::props::Properties;
+use super::reader::StoredBlock;
 use crate::fs::{Fs, WritableFile};
 use crate::key::{EntryKind, EntryRef, InternalKey, compare_parts};
 use crate::{Error, Result};
@@ -126,25 +128,113 @@ impl SstWriter {
     /// `Error::InvalidArgument` if `entry` does not sort after the previous
     /// one; `Error::Io` if a full block cannot be written.
     pub fn add(&mut self, entry: EntryRef<'_>) -> Result<()> {
-        if self.last.present {
-            if compare_parts(self.last.parts(), parts(&entry)) != std::cmp::Ordering::Less {
-                return Err(Error::InvalidArgument(format!(
-                    "SSTable entries out of order at row {:?}",
-                    String::from_utf8_lossy(entry.row)
-                )));
+        self.push(entry)?;
+        if self.block.estimated_size() >= self.options.block_size {
+            self.finish_data_block()?;
+        }
+        Ok(())
+    }
+
+    /// Adds the next entry to the block being built, however large it
+    /// grows (until [`SstWriter::end_block`]).
+    ///
+    /// # Errors
+    /// `Error::InvalidArgument` if `entry` does not sort after the previous
+    /// one.
+    pub(crate) fn push(&mut self, entry: EntryRef<'_>) -> Result<()> {
+        self.check_order(&entry)?;
+        if self.last.row != entry.row || !self.last.present {
+            if !self.last.present {
+                self.props.first_row = Bytes::copy_from_slice(entry.row);
             }
-            if self.last.row != entry.row {
-                self.new_row(entry.row);
-            }
-        } else {
             self.new_row(entry.row);
-            self.props.first_row = Bytes::copy_from_slice(entry.row);
         }
         self.count(&entry);
         self.block.add(entry);
         self.last.set(&entry);
-        if self.block.estimated_size() >= self.options.block_size {
-            self.finish_data_block()?;
+        Ok(())
+    }
+
+    /// Ends the block being built, if it holds any entry.
+    ///
+    /// # Errors
+    /// `Error::Io` if the block cannot be written.
+    pub(crate) fn end_block(&mut self) -> Result<()> {
+        self.finish_data_block()
+    }
+
+    /// Encoded bytes of the block being built.
+    pub(crate) fn pending_block_size(&self) -> usize {
+        self.block.estimated_size()
+    }
+
+    /// Encoded bytes per block these options ask for.
+    pub(crate) fn block_size(&self) -> usize {
+        self.options.block_size
+    }
+
+    /// The row of the last entry added.
+    pub(crate) fn last_row(&self) -> Option<&[u8]> {
+        self.last.present.then_some(&self.last.row[..])
+    }
+
+    /// Appends a data block of another SSTable as it is stored, after
+    /// ending the block being built: `stored` holds the entries of
+    /// `decoded`, whose last key is `last_key`. The file's properties,
+    /// filter and index take its entries as if they had been added one by
+    /// one; its bytes are neither decoded again nor compressed again.
+    ///
+    /// # Errors
+    /// `Error::InvalidArgument` if its entries do not sort after the
+    /// previous one, or `last_key` is not its last key; `Error::Io` if a
+    /// write fails.
+    pub(crate) fn copy_block(
+        &mut self,
+        stored: &StoredBlock,
+        decoded: &DecodedBlock,
+        last_key: &InternalKey,
+    ) -> Result<()> {
+        let (Some(first), Some(last)) = (decoded.entry(0), decoded.entry(decoded.len().wrapping_sub(1))) else {
+            return Ok(());
+        };
+        self.finish_data_block()?;
+        self.check_order(&first)?;
+        if last.cmp_internal(last_key).is_ne() || u32::try_from(decoded.len()).ok() != Some(stored.entries) {
+            return Err(Error::InvalidArgument("a copied block differs from its index entry".into()));
+        }
+        for row in decoded.rows() {
+            if !(self.last.present && self.last.row == row) {
+                if !self.last.present {
+                    self.props.first_row = Bytes::copy_from_slice(row);
+                }
+                self.new_row(row);
+                self.last.present = true;
+                self.last.row.clear();
+                self.last.row.extend_from_slice(row);
+            }
+        }
+        for e in decoded.entries() {
+            self.count(&e);
+        }
+        self.last.set(&last);
+        let handle =
+            BlockHandle { offset: self.offset, stored_len: stored_len(&stored.bytes)?, raw_len: stored.raw_len };
+        let trailer = trailer(&stored.bytes, stored.compression);
+        self.append(&stored.bytes)?;
+        self.append(&trailer)?;
+        self.props.raw_data_bytes += u64::from(handle.raw_len);
+        self.props.stored_data_bytes += u64::from(handle.stored_len) + TRAILER_LEN as u64;
+        self.props.data_blocks += 1;
+        self.index.push(IndexEntry { last_key: last_key.clone(), handle, entries: stored.entries });
+        Ok(())
+    }
+
+    fn check_order(&self, entry: &EntryRef<'_>) -> Result<()> {
+        if self.last.present && compare_parts(self.last.parts(), parts(entry)) != std::cmp::Ordering::Less {
+            return Err(Error::InvalidArgument(format!(
+                "SSTable entries out of order at row {:?}",
+                String::from_utf8_lossy(entry.row)
+            )));
         }
         Ok(())
     }
@@ -195,12 +285,7 @@ impl SstWriter {
             Some(c) if c.len() < raw.len() - raw.len() / 8 => (c, BlockCompression::Zstd),
             _ => (raw, BlockCompression::Raw),
         };
-        let too_big = || Error::InvalidArgument(format!("block of {} bytes is too large", raw.len()));
-        let handle = BlockHandle {
-            offset: self.offset,
-            stored_len: u32::try_from(stored.len()).map_err(|_| too_big())?,
-            raw_len: u32::try_from(raw.len()).map_err(|_| too_big())?,
-        };
+        let handle = BlockHandle { offset: self.offset, stored_len: stored_len(stored)?, raw_len: stored_len(raw)? };
         let trailer = trailer(stored, compression);
         self.append(stored)?;
         self.append(&trailer)?;
@@ -243,6 +328,12 @@ impl SstWriter {
         self.file.sync_data().map_err(|e| Error::io(&self.path, e))?;
         Ok(SstSummary { file_size: self.offset, props: self.props })
     }
+}
+
+/// The length of a block's bytes, as its handle records it.
+fn stored_len(bytes: &[u8]) -> Result<u32> {
+    u32::try_from(bytes.len())
+        .map_err(|_| Error::InvalidArgument(format!("block of {} bytes is too large", bytes.len())))
 }
 
 fn parts<'a>(e: &EntryRef<'a>) -> (&'a [u8], &'a [u8], i64, u64, EntryKind) {

@@ -1,0 +1,227 @@
+//! What a compaction hands to its output as it is: rows no other input
+//! touches, in files already settled by a compaction.
+//!
+//! A store of time series is keyed `series#bucket` (or `series#time`): each
+//! flush brings new cells for the newest bucket of every series, so the
+//! level-0 files span the whole key range and every merge into level 1
+//! rewrites all of level 1, although most of its rows (the older buckets)
+//! gain nothing. Merging such a row only to write it out again costs the
+//! whole merge path per entry, and the work grows with the data until
+//! compaction falls behind the writers.
+//!
+//! [`PassThrough`] finds those stretches as the merge reaches them: the
+//! input that leads the merge, up to the next row of any other input, holds
+//! rows no other input has. Whole blocks of such rows are copied as stored
+//! (compressed bytes, checksum and all: [`SstWriter::copy_block`]), and the
+//! rest of a block already begun is added entry by entry, skipping the
+//! row's gather and the retain rules.
+//!
+//! An entry passes only where `model::retain` would write it unchanged:
+//!
+//! - its row is in no other input, and no file left out may hold it: the
+//!   row is complete;
+//! - its file was written by a compaction that saw each of its rows whole,
+//!   so it holds one entry per live cell, with sequence number 0 and no
+//!   tombstone (the file's `max_seq` is 0), and the entry is a plain `Put`:
+//!   nothing of it is deleted, overwritten or counted out;
+//! - the family counts no versions (its GC rule has no `max_versions`) and
+//!   is not an aggregate, and the GC rule does not collect the cell by age;
+//! - no dropped row range covers the row;
+//! - the output is one run (time-window outputs split rows by timestamp).
+//!
+//! `tests/compaction.rs` and the unit tests here check that a compaction
+//! writes the same entries with and without passing rows through.
+
+use super::job::{Job, NewWriter, Sink};
+use crate::Result;
+use crate::iter::MergingIter;
+use crate::key::{EntryKind, EntryRef};
+use crate::model::range_drop::dropped_below;
+use crate::sst::{DecodedBlock, SstIter, SstReader};
+
+/// Passes rows through to a compaction's output (see the module's doc).
+pub(crate) struct PassThrough<'a> {
+    job: &'a Job<'a>,
+    /// Per input, in the merge's order: whether its file is settled (every
+    /// row written whole by a compaction).
+    settled: Vec<bool>,
+    /// The next row of the other inputs: what passes sorts before it.
+    bound: Option<Vec<u8>>,
+    /// The last row checked, and whether its entries may pass.
+    checked: Option<(Vec<u8>, bool)>,
+    /// What passed.
+    pub counts: PassCounts,
+}
+
+/// What a compaction passed through.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct PassCounts {
+    /// Blocks copied as stored.
+    pub blocks_copied: u64,
+    /// Entries of those blocks.
+    pub entries_copied: u64,
+    /// Entries added one by one without a merge.
+    pub entries_added: u64,
+}
+
+impl<'a> PassThrough<'a> {
+    /// The pass-through of `job`, if its output and family allow one.
+    pub fn new(job: &'a Job<'a>) -> Option<PassThrough<'a>> {
+        let one_run = matches!(job.layout, super::picker::OutputLayout::Level(_));
+        if !one_run || job.aggregate.is_some() || job.gc_rule.version_limit().is_some() {
+            return None;
+        }
+        let settled = job.inputs.iter().map(|r| r.props().max_seq == 0 && r.props().tombstones == 0).collect();
+        Some(PassThrough { job, settled, bound: None, checked: None, counts: PassCounts::default() })
+    }
+
+    /// Passes through what leads `merge`, for as long as it may; `merge`
+    /// is left on the first entry of a row to merge (or exhausted).
+    ///
+    /// # Errors
+    /// What reading the inputs or writing the output failed with.
+    pub fn run(
+        &mut self,
+        merge: &mut MergingIter<SstIter>,
+        sink: &mut Sink,
+        new_writer: &mut NewWriter<'_>,
+    ) -> Result<()> {
+        loop {
+            {
+                let Some((leader, next)) = merge.leader() else { return Ok(()) };
+                if !self.settled[leader] {
+                    return Ok(());
+                }
+                let Some((_, current)) = merge.current() else { return Ok(()) };
+                if next.is_some_and(|n| current.row >= n.row) {
+                    return Ok(());
+                }
+                self.bound = next.map(|n| n.row.to_vec());
+            }
+            let moved = merge.with_leader(|it| self.pass_source(it, sink, new_writer)).transpose()?;
+            if moved != Some(true) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Passes through the leading rows of `it`; false if none passed.
+    fn pass_source(&mut self, it: &mut SstIter, sink: &mut Sink, new_writer: &mut NewWriter<'_>) -> Result<bool> {
+        let mut moved = false;
+        loop {
+            if let Some((i, block)) = it.at_block_start() {
+                let block = block.clone();
+                if self.block_passes(it.reader(), i, &block) {
+                    self.copy_block(it.reader(), i, &block, sink, new_writer)?;
+                    it.skip_block()?;
+                    moved = true;
+                    continue;
+                }
+            }
+            if self.pass_entries(it, sink, new_writer)? == 0 {
+                return Ok(moved);
+            }
+            moved = true;
+            // Stopped inside the block: at an entry to merge, or the end.
+            if it.at_block_start().is_none() {
+                return Ok(moved);
+            }
+        }
+    }
+
+    /// Adds the leading entries of the current block that may pass, one by
+    /// one; returns how many.
+    fn pass_entries(&mut self, it: &mut SstIter, sink: &mut Sink, new_writer: &mut NewWriter<'_>) -> Result<usize> {
+        let mut n = 0;
+        while let Some(e) = it.current() {
+            if n > 0 && it.at_block_start().is_some() {
+                break; // the next block: it may be copied whole
+            }
+            if !self.entry_passes(&e) {
+                break;
+            }
+            let starts_row = sink.last_row() != Some(e.row);
+            if starts_row {
+                sink.end_row()?;
+            }
+            sink.level_writer(new_writer)?.add(e)?;
+            n += 1;
+            it.advance()?;
+        }
+        self.counts.entries_added += n as u64;
+        Ok(n)
+    }
+
+    /// Copies block `i` of `reader` into the output: as stored, or, if the
+    /// block being built is small enough to take it, re-encoded into that
+    /// one (so that the small blocks left where passing begins and ends
+    /// join their neighbours instead of accumulating).
+    fn copy_block(
+        &mut self,
+        reader: &SstReader,
+        i: usize,
+        block: &DecodedBlock,
+        sink: &mut Sink,
+        new_writer: &mut NewWriter<'_>,
+    ) -> Result<()> {
+        let first_row = block.rows().next().unwrap_or_default();
+        if sink.last_row() != Some(first_row) {
+            sink.end_row()?;
+        }
+        let index = &reader.index()[i];
+        let writer = sink.level_writer(new_writer)?;
+        let pending = writer.pending_block_size();
+        if pending > 0 && pending + index.handle.raw_len as usize <= writer.block_size() * 3 / 2 {
+            for e in block.entries() {
+                writer.push(e)?;
+            }
+            writer.end_block()?;
+            self.counts.entries_added += block.len() as u64;
+        } else {
+            writer.copy_block(&reader.stored_block(i)?, block, &index.last_key)?;
+            self.counts.blocks_copied += 1;
+            self.counts.entries_copied += block.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// Whether block `i` of `reader` (decoded: `block`) passes whole.
+    fn block_passes(&mut self, reader: &SstReader, i: usize, block: &DecodedBlock) -> bool {
+        let last_row = &reader.index()[i].last_key.row[..];
+        if self.bound.as_deref().is_some_and(|b| last_row >= b) || !block.all_settled_puts() {
+            return false;
+        }
+        if block.oldest_timestamp().is_some_and(|ts| self.job.gc_rule.collects(0, ts, self.job.now)) {
+            return false;
+        }
+        block.rows().all(|row| self.row_passes(row))
+    }
+
+    /// Whether entry `e` passes.
+    fn entry_passes(&mut self, e: &EntryRef<'_>) -> bool {
+        if self.bound.as_deref().is_some_and(|b| e.row >= b) || e.kind != EntryKind::Put || e.seq != 0 {
+            return false;
+        }
+        !self.job.gc_rule.collects(0, e.timestamp, self.job.now) && self.row_passes(e.row)
+    }
+
+    /// Whether entries of `row` may pass: it is complete, and no dropped
+    /// range covers it.
+    fn row_passes(&mut self, row: &[u8]) -> bool {
+        if let Some((checked, passes)) = &self.checked
+            && checked == row
+        {
+            return *passes;
+        }
+        let complete = !self.job.older.iter().any(|f| super::job::may_hold(f, row));
+        let passes = complete && dropped_below(self.job.drops, row) == 0;
+        let slot = self.checked.get_or_insert_with(|| (Vec::new(), false));
+        slot.0.clear();
+        slot.0.extend_from_slice(row);
+        slot.1 = passes;
+        passes
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -30,9 +30,16 @@ use crate::{Error, Result};
 const EXPIRY_CHECK: Duration = Duration::from_secs(10);
 
 /// Level-0 files (in any store) from which each write group is delayed.
-pub(crate) const L0_SLOWDOWN: usize = 12;
+/// RocksDB's defaults, and for the same reason: while level 0 grows, the
+/// next compaction takes all of it at once, so a compaction that falls
+/// behind catches up by merging more per run. Delaying writers at 12 files
+/// cut in before that could happen: at 100 balloons × 70 days they stalled
+/// 1.2–2.7 s and ran their last tenth at 0.62–0.72 of their first tenth's
+/// rate, where at 20 and 36 they stalled 0 s and ran it at 0.84–0.92
+/// (`docs/compaction.md`).
+pub(crate) const L0_SLOWDOWN: usize = 20;
 /// Level-0 files (in any store) at which writers wait for compaction.
-pub(crate) const L0_STOP: usize = 20;
+pub(crate) const L0_STOP: usize = 36;
 /// The delay of a write group while level 0 is at `L0_SLOWDOWN` or more.
 pub(crate) const SLOWDOWN_DELAY: Duration = Duration::from_micros(200);
 

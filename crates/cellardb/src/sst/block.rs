@@ -57,6 +57,17 @@ impl Ints {
         }
     }
 
+    /// Calls `f` with each of the first `n` values, in order.
+    fn for_each(&self, n: usize, mut f: impl FnMut(u64)) {
+        match self {
+            Ints::Zero => (0..n).for_each(|_| f(0)),
+            Ints::U8(v) => v.iter().for_each(|&x| f(u64::from(x))),
+            Ints::U16(v) => v.iter().for_each(|&x| f(u64::from(x))),
+            Ints::U32(v) => v.iter().for_each(|&x| f(u64::from(x))),
+            Ints::U64(v) => v.iter().for_each(|&x| f(x)),
+        }
+    }
+
     /// Bytes of memory held.
     fn bytes(&self) -> usize {
         match self {
@@ -97,6 +108,25 @@ impl Field {
     fn get(&self, i: usize) -> u64 {
         self.base + self.offsets.get(i)
     }
+
+    /// Calls `f` with the value of each of `n` entries, in order.
+    fn for_each(&self, n: usize, mut f: impl FnMut(u64)) {
+        self.offsets.for_each(n, |v| f(self.base + v));
+    }
+}
+
+/// What a block of cells adds to its file's properties.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CellTotals {
+    /// Cells.
+    pub cells: u64,
+    /// Oldest and newest timestamps.
+    pub oldest: i64,
+    /// See `oldest`.
+    pub newest: i64,
+    /// Row, qualifier and value bytes and 8 a cell (the family's name
+    /// apart: the caller knows it).
+    pub logical_bytes: u64,
 }
 
 /// The smallest and largest of `values` (`(u64::MAX, 0)` if none).
@@ -198,6 +228,34 @@ impl DecodedBlock {
     pub(crate) fn all_settled_puts(&self) -> bool {
         let same = |f: &Field, value: u64| matches!(f.offsets, Ints::Zero) && f.base == value;
         self.len == 0 || (same(&self.kinds, u64::from(EntryKind::Put as u8)) && same(&self.seqs, SIGN))
+    }
+
+    /// The totals of a block whose entries are all cells
+    /// ([`DecodedBlock::all_settled_puts`]), summed column by column
+    /// rather than entry by entry; `None` if it is empty.
+    #[allow(clippy::cast_possible_truncation, reason = "row and qualifier indexes were decoded below their counts")]
+    pub(crate) fn cell_totals(&self) -> Option<CellTotals> {
+        if self.len == 0 {
+            return None;
+        }
+        let n = self.len;
+        let lengths = |ends: &[u32]| -> Vec<u64> {
+            ends.iter().scan(0, |start, &end| Some(u64::from(end - std::mem::replace(start, end)))).collect()
+        };
+        let (row_lens, qualifier_lens) = (lengths(&self.row_ends), lengths(&self.qualifier_ends));
+        let mut bytes = 8 * n as u64;
+        self.row_of.for_each(n, |r| bytes += row_lens[r as usize]);
+        self.qualifier_of.for_each(n, |q| bytes += qualifier_lens[q as usize]);
+        self.value_lens.for_each(n, |len| bytes += len);
+        let mut newest = 0;
+        self.timestamps.for_each(n, |t| newest = newest.max(t));
+        let timestamp = |v: u64| (v ^ SIGN).cast_signed() * self.scale;
+        Some(CellTotals {
+            cells: n as u64,
+            oldest: timestamp(self.timestamps.base),
+            newest: timestamp(newest),
+            logical_bytes: bytes,
+        })
     }
 
     /// The oldest timestamp in the block (`None` if it is empty).

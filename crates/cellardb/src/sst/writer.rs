@@ -213,8 +213,16 @@ impl SstWriter {
                 self.last.row.extend_from_slice(row);
             }
         }
-        for e in decoded.entries() {
-            self.count(&e);
+        match decoded.cell_totals().filter(|_| decoded.all_settled_puts()) {
+            Some(t) => {
+                let p = &mut self.props;
+                p.cells += t.cells;
+                p.min_timestamp = p.min_timestamp.min(t.oldest);
+                p.max_timestamp = p.max_timestamp.max(t.newest);
+                p.min_seq = 0;
+                p.logical_bytes += t.logical_bytes + t.cells * p.family.len() as u64;
+            }
+            None => decoded.entries().for_each(|e| self.count(&e)),
         }
         self.last.set(&last);
         let handle =

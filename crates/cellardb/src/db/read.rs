@@ -216,7 +216,9 @@ fn merge_span(
     let mut merge: MergingIter = MergingIter::new(reverse);
     for (rank, family) in families.iter().enumerate() {
         let rank = u16::try_from(rank).unwrap_or(u16::MAX);
-        for mem in sv.memtables() {
+        // A memtable empty now holds nothing this snapshot sees: what a
+        // writer adds later has a later sequence number.
+        for mem in sv.memtables().filter(|m| !m.is_empty()) {
             merge.add(Box::new(MemIter::new(mem.clone(), family.store, bounds.clone(), reverse)), rank);
         }
         for file in sv.files_of(family.store) {

@@ -274,14 +274,19 @@ impl DecodedBlock {
         if row == self.row_ends.len() || nth(&self.row_bytes, &self.row_ends, row) != &key.row[..] {
             return start;
         }
-        let end = partition_point(start, self.len, |i| self.row_of.get(i) == row_id);
         let target = (&key.row[..], &key.qualifier[..], key.timestamp, key.seq, key.kind);
-        partition_point(start, end, |i| {
+        let below = |i: usize| {
             self.entry(i).is_some_and(|e| {
                 let ord = compare_parts((e.row, e.qualifier, e.timestamp, e.seq, e.kind), target);
                 if inclusive { ord.is_lt() } else { ord.is_le() }
             })
-        })
+        };
+        // A read starts at its row's first key: settled by one comparison.
+        if !below(start) {
+            return start;
+        }
+        let end = partition_point(start, self.len, |i| self.row_of.get(i) == row_id);
+        partition_point(start + 1, end, below)
     }
 
     /// Decodes the raw (decompressed) block `raw`.

@@ -22,6 +22,9 @@ use crate::key::EntryRef;
 /// Block flag: timestamps are stored divided by 1000 (all were whole milliseconds).
 pub const FLAG_MILLIS: u8 = 1;
 
+/// Dictionaries up to this size are searched by a scan, not the hash index.
+const SCANNED_QUALIFIERS: usize = 8;
+
 /// Bytes an entry costs in the size estimate beyond its value.
 const ENTRY_ESTIMATE: usize = 6;
 
@@ -82,6 +85,13 @@ impl BlockBuilder {
             && self.qualifier(last) == q
         {
             return last;
+        }
+        // A few qualifiers (a row's columns, in turn): a scan is cheaper
+        // than hashing.
+        if self.quals.len() <= SCANNED_QUALIFIERS
+            && let Some(id) = (0..self.quals.len()).find(|&id| self.qualifier(id) == q)
+        {
+            return id;
         }
         let h = xxh3_64(q);
         if let Some(&id) = self.qual_index.get(&h)

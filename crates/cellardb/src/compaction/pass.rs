@@ -88,11 +88,13 @@ impl<'a> PassThrough<'a> {
     ) -> Result<()> {
         loop {
             {
-                let Some((leader, next)) = merge.leader() else { return Ok(()) };
-                if !self.settled[leader] {
+                // Checked first: on a merge of level-0 files it ends here,
+                // before any comparison.
+                if !merge.leader().is_some_and(|i| self.settled[i]) {
                     return Ok(());
                 }
                 let Some((_, current)) = merge.current() else { return Ok(()) };
+                let next = merge.runner_up();
                 if next.is_some_and(|n| current.row >= n.row) {
                     return Ok(());
                 }

@@ -52,15 +52,7 @@ impl<S: EntrySource + ?Sized> MergingIter<S> {
 
     /// Moves past the current entry.
     pub fn advance(&mut self) -> Result<()> {
-        let Some(&top) = self.heap.first() else { return Ok(()) };
-        self.sources[top].source.advance()?;
-        if self.sources[top].source.current().is_none() {
-            let last = self.heap.len() - 1;
-            self.heap.swap(0, last);
-            self.heap.pop();
-        }
-        self.sift_down(0);
-        Ok(())
+        self.with_leader(EntrySource::advance).unwrap_or(Ok(()))
     }
 
     /// Moves every source of family rank `rank` forward to `target` (see
@@ -76,22 +68,26 @@ impl<S: EntrySource + ?Sized> MergingIter<S> {
         Ok(())
     }
 
-    /// The index (in the order added) of the source under the current
-    /// entry, and the entry that comes next from any other source: the
-    /// leading source's entries before that one come out of the merge one
-    /// after the other, from it alone.
-    pub fn leader(&self) -> Option<(usize, Option<EntryRef<'_>>)> {
-        let &top = self.heap.first()?;
-        let second = match self.heap.len() {
-            1 => None,
-            2 => Some(1),
-            _ => Some(if self.before(2, 1) { 2 } else { 1 }),
-        };
-        Some((top, second.and_then(|slot| self.sources[self.heap[slot]].source.current())))
+    /// The index (in the order added) of the source under the current entry.
+    pub fn leader(&self) -> Option<usize> {
+        self.heap.first().copied()
     }
 
-    /// Lets `f` move the leading source forward, then restores the heap.
-    /// Forward merges only. `None` if the merge is exhausted.
+    /// The entry that comes next from any source but the leader: the
+    /// leader's entries before it come out of the merge one after the
+    /// other, from the leader alone.
+    pub fn runner_up(&self) -> Option<EntryRef<'_>> {
+        let slot = match self.heap.len() {
+            0 | 1 => return None,
+            2 => 1,
+            _ if self.before(2, 1) => 2,
+            _ => 1,
+        };
+        self.sources[self.heap[slot]].source.current()
+    }
+
+    /// Lets `f` move the leading source on, in the merge's direction, then
+    /// restores the heap. `None` if the merge is exhausted.
     pub fn with_leader<R>(&mut self, f: impl FnOnce(&mut S) -> R) -> Option<R> {
         let &top = self.heap.first()?;
         let result = f(&mut *self.sources[top].source);

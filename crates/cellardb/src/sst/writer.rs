@@ -143,12 +143,7 @@ impl SstWriter {
     /// one.
     pub(crate) fn push(&mut self, entry: EntryRef<'_>) -> Result<()> {
         self.check_order(&entry)?;
-        if self.last.row != entry.row || !self.last.present {
-            if !self.last.present {
-                self.props.first_row = Bytes::copy_from_slice(entry.row);
-            }
-            self.new_row(entry.row);
-        }
+        self.note_row(entry.row);
         self.count(&entry);
         self.block.add(entry);
         self.last.set(&entry);
@@ -202,17 +197,13 @@ impl SstWriter {
         if last.cmp_internal(last_key).is_ne() || u32::try_from(decoded.len()).ok() != Some(stored.entries) {
             return Err(Error::InvalidArgument("a copied block differs from its index entry".into()));
         }
-        for row in decoded.rows() {
-            if !(self.last.present && self.last.row == row) {
-                if !self.last.present {
-                    self.props.first_row = Bytes::copy_from_slice(row);
-                }
-                self.new_row(row);
-                self.last.present = true;
-                self.last.row.clear();
-                self.last.row.extend_from_slice(row);
-            }
+        // A block's rows are distinct: only its first may continue the
+        // last row added.
+        let mut rows = decoded.rows();
+        if let Some(row) = rows.next() {
+            self.note_row(row);
         }
+        rows.for_each(|row| self.new_row(row));
         match decoded.cell_totals().filter(|_| decoded.all_settled_puts()) {
             Some(t) => {
                 let p = &mut self.props;
@@ -225,16 +216,20 @@ impl SstWriter {
             None => decoded.entries().for_each(|e| self.count(&e)),
         }
         self.last.set(&last);
-        let handle =
-            BlockHandle { offset: self.offset, stored_len: stored_len(&stored.bytes)?, raw_len: stored.raw_len };
-        let trailer = trailer(&stored.bytes, stored.compression);
-        self.append(&stored.bytes)?;
-        self.append(&trailer)?;
-        self.props.raw_data_bytes += u64::from(handle.raw_len);
-        self.props.stored_data_bytes += u64::from(handle.stored_len) + TRAILER_LEN as u64;
-        self.props.data_blocks += 1;
-        self.index.push(IndexEntry { last_key: last_key.clone(), handle, entries: stored.entries });
+        let handle = self.append_block(&stored.bytes, stored.compression, stored.raw_len)?;
+        self.index_data_block(last_key.clone(), handle, stored.entries);
         Ok(())
+    }
+
+    /// Counts a row, unless it continues the last one added.
+    fn note_row(&mut self, row: &[u8]) {
+        if self.last.present && self.last.row == row {
+            return;
+        }
+        if !self.last.present {
+            self.props.first_row = Bytes::copy_from_slice(row);
+        }
+        self.new_row(row);
     }
 
     fn check_order(&self, entry: &EntryRef<'_>) -> Result<()> {
@@ -276,11 +271,16 @@ impl SstWriter {
         let mut raw = Vec::with_capacity(self.block.estimated_size() + 64);
         self.block.finish(&mut raw);
         let handle = self.write_block(&raw, true)?;
+        self.index_data_block(last_key, handle, entries);
+        Ok(())
+    }
+
+    /// Records a data block written at `handle` in the index and properties.
+    fn index_data_block(&mut self, last_key: InternalKey, handle: BlockHandle, entries: u32) {
         self.props.raw_data_bytes += u64::from(handle.raw_len);
         self.props.stored_data_bytes += u64::from(handle.stored_len) + TRAILER_LEN as u64;
         self.props.data_blocks += 1;
         self.index.push(IndexEntry { last_key, handle, entries });
-        Ok(())
     }
 
     /// Writes a block (compressed if allowed and worth it) with its trailer.
@@ -293,10 +293,14 @@ impl SstWriter {
             Some(c) if c.len() < raw.len() - raw.len() / 8 => (c, BlockCompression::Zstd),
             _ => (raw, BlockCompression::Raw),
         };
-        let handle = BlockHandle { offset: self.offset, stored_len: stored_len(stored)?, raw_len: stored_len(raw)? };
-        let trailer = trailer(stored, compression);
+        self.append_block(stored, compression, stored_len(raw)?)
+    }
+
+    /// Appends a block's stored bytes and their trailer.
+    fn append_block(&mut self, stored: &[u8], compression: BlockCompression, raw_len: u32) -> Result<BlockHandle> {
+        let handle = BlockHandle { offset: self.offset, stored_len: stored_len(stored)?, raw_len };
         self.append(stored)?;
-        self.append(&trailer)?;
+        self.append(&trailer(stored, compression))?;
         Ok(handle)
     }
 

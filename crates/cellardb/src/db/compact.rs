@@ -35,7 +35,7 @@ const EXPIRY_CHECK: Duration = Duration::from_secs(10);
 /// behind catches up by merging more per run. Delaying writers at 12 files
 /// cut in before that could happen: at 100 balloons × 70 days they stalled
 /// 1.2–2.7 s and ran their last tenth at 0.62–0.72 of their first tenth's
-/// rate, where at 20 and 36 they stalled 0 s and ran it at 0.84–0.92
+/// rate, where at 20 and 36 they stalled 0 s and ran it at 0.79–0.92
 /// (`docs/compaction.md`).
 pub(crate) const L0_SLOWDOWN: usize = 20;
 /// Level-0 files (in any store) at which writers wait for compaction.

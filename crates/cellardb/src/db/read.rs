@@ -129,7 +129,7 @@ impl ReadRows {
             self.started = Some(self.start()?);
         }
         let reverse = self.reverse;
-        let filter = self.filter.clone();
+        let filter = &self.filter;
         let Some(s) = self.started.as_mut() else { return Ok(None) };
         loop {
             if s.span.is_none() {
@@ -154,7 +154,7 @@ impl ReadRows {
                     if let Some(span) = s.span.take() {
                         s.spans.push_front(KeySpan { lo: span.lo, hi: Some(key.clone()) });
                     }
-                    if let Some(row) = read_forward(s, &self.table, key, &filter)? {
+                    if let Some(row) = read_forward(s, &self.table, key, filter)? {
                         return Ok(Some(row));
                     }
                 }

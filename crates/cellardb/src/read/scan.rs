@@ -13,7 +13,7 @@ use crate::iter::{Gather, MergingIter, RowGather, Skipper};
 use crate::model::assemble::{Assembler, FamilyRules, LiveCell};
 use crate::model::filter::{Filter, RowCell, RowView};
 use crate::model::range_drop::dropped_below;
-use crate::model::{Aggregate, Cell, Column, Family, GcRule, RangeDrop, Row, Timestamp};
+use crate::model::{Aggregate, Cell, GcRule, RangeDrop, Row, Timestamp};
 
 /// A family as one read sees it; its index in the read's list is its rank.
 #[derive(Debug, Clone)]
@@ -61,6 +61,8 @@ pub(crate) struct RowScanner {
     assembler: Assembler,
     /// Reused from row to row.
     cells: Vec<RowCell>,
+    /// The families of the row being grouped (see [`Row::new`]); reused.
+    runs: Vec<(u16, u32)>,
     /// Jumps over what the filter drops anyway (forward reads only).
     seeker: Option<super::Seeker>,
 }
@@ -88,6 +90,7 @@ impl RowScanner {
             live: Vec::new(),
             assembler: Assembler::default(),
             cells: Vec::new(),
+            runs: Vec::new(),
             seeker,
         }
     }
@@ -170,27 +173,27 @@ impl RowScanner {
     fn group(&mut self, cells: &mut Vec<RowCell>) -> Row {
         let key = self.row.append_key();
         let buffer = self.row.take_bytes();
-        let mut families: Vec<Family> = Vec::with_capacity(1);
-        let mut rank = None;
+        let mut runs = std::mem::take(&mut self.runs);
+        runs.clear();
+        let mut row_cells = Vec::with_capacity(cells.len());
         for c in cells.drain(..) {
-            if rank != Some(c.family) {
-                rank = Some(c.family);
-                let name = self.names.get(usize::from(c.family)).cloned().unwrap_or_default();
-                families.push(Family { name, columns: Vec::new() });
+            match runs.last_mut() {
+                Some((rank, end)) if *rank == c.family => *end += 1,
+                _ => runs.push((c.family, u32::try_from(row_cells.len() + 1).unwrap_or(u32::MAX))),
             }
-            let Some(family) = families.last_mut() else { continue };
-            let qualifier = &buffer[c.qualifier.clone()];
-            if family.columns.last().is_none_or(|col| col.qualifier != qualifier) {
-                family.columns.push(Column { qualifier: buffer.slice(c.qualifier.clone()), cells: Vec::new() });
-            }
-            if let Some(col) = family.columns.last_mut() {
-                col.cells.push(Cell {
-                    timestamp: Timestamp::from_micros(c.timestamp),
-                    value: buffer.slice(c.value),
-                    labels: c.labels,
-                });
-            }
+            let qualifier = match row_cells.last() {
+                Some(Cell { qualifier, .. }) if qualifier[..] == buffer[c.qualifier.clone()] => qualifier.clone(),
+                _ => buffer.slice(c.qualifier),
+            };
+            row_cells.push(Cell {
+                qualifier,
+                timestamp: Timestamp::from_micros(c.timestamp),
+                value: buffer.slice(c.value),
+                labels: c.labels,
+            });
         }
-        Row { key: buffer.slice(key), families }
+        let row = Row::new(buffer.slice(key), Arc::clone(&self.names), &runs, row_cells);
+        self.runs = runs;
+        row
     }
 }

@@ -183,6 +183,29 @@ fn nth<'a>(bytes: &'a [u8], ends: &[u32], i: usize) -> &'a [u8] {
     &bytes[start..ends[i] as usize]
 }
 
+/// The bytes of a span [`span`] found.
+#[inline]
+fn part(bytes: &[u8], (start, end): (u32, u32)) -> &[u8] {
+    &bytes[start as usize..end as usize]
+}
+
+/// Where the `i`th of the strings ending at `ends` lies.
+#[inline]
+fn span(ends: &[u32], i: usize) -> (u32, u32) {
+    (if i == 0 { 0 } else { ends[i - 1] }, ends[i])
+}
+
+/// An entry's place in a [`DecodedBlock`] ([`DecodedBlock::locate`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EntryAt {
+    row: (u32, u32),
+    qualifier: (u32, u32),
+    value: (u32, u32),
+    timestamp: i64,
+    seq: u64,
+    kind: EntryKind,
+}
+
 impl DecodedBlock {
     /// Number of entries.
     pub fn len(&self) -> usize {
@@ -195,22 +218,43 @@ impl DecodedBlock {
     }
 
     /// Entry `i`, borrowed.
-    #[allow(clippy::cast_possible_truncation, reason = "indexes and offsets were decoded from 32-bit ranges")]
     #[inline]
     pub fn entry(&self, i: usize) -> Option<EntryRef<'_>> {
+        Some(self.at(&self.locate(i)?))
+    }
+
+    /// Where entry `i`'s parts lie in the block: everything
+    /// [`DecodedBlock::entry`] decodes, kept by an iterator standing on
+    /// the entry so that it is decoded once, however often it is read.
+    #[allow(clippy::cast_possible_truncation, reason = "indexes and offsets were decoded from 32-bit ranges")]
+    #[inline]
+    pub(crate) fn locate(&self, i: usize) -> Option<EntryAt> {
         if i >= self.len {
             return None;
         }
         let kind = EntryKind::from_tag(self.kinds.get(i) as u8)?;
-        let v0 = self.value_starts.get(i) as usize;
-        Some(EntryRef {
-            row: nth(&self.row_bytes, &self.row_ends, self.row_of.get(i) as usize),
-            qualifier: nth(&self.qualifier_bytes, &self.qualifier_ends, self.qualifier_of.get(i) as usize),
+        let v0 = self.value_starts.get(i) as u32;
+        Some(EntryAt {
+            row: span(&self.row_ends, self.row_of.get(i) as usize),
+            qualifier: span(&self.qualifier_ends, self.qualifier_of.get(i) as usize),
+            value: (v0, v0 + self.value_lens.get(i) as u32),
             timestamp: (self.timestamps.get(i) ^ SIGN).cast_signed() * self.scale,
             seq: self.seqs.get(i) ^ SIGN,
             kind,
-            value: &self.values[v0..v0 + self.value_lens.get(i) as usize],
         })
+    }
+
+    /// The entry `at` locates ([`DecodedBlock::locate`] on this block).
+    #[inline]
+    pub(crate) fn at(&self, at: &EntryAt) -> EntryRef<'_> {
+        EntryRef {
+            row: part(&self.row_bytes, at.row),
+            qualifier: part(&self.qualifier_bytes, at.qualifier),
+            timestamp: at.timestamp,
+            seq: at.seq,
+            kind: at.kind,
+            value: part(&self.values, at.value),
+        }
     }
 
     /// Every entry in order.

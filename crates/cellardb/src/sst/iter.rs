@@ -3,7 +3,7 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use super::block::DecodedBlock;
+use super::block::{DecodedBlock, EntryAt};
 use super::reader::{SstBlockCache, SstReader};
 use crate::Result;
 use crate::iter::EntrySource;
@@ -19,6 +19,10 @@ pub struct SstIter {
     block_idx: usize,
     block: Option<Arc<DecodedBlock>>,
     pos: usize,
+    /// Entry `pos` of `block`, located once: a merge reads the entry under
+    /// an iterator several times before moving it on. Set by every public
+    /// move ([`SstIter::settle`]).
+    at: Option<EntryAt>,
     /// Whether the far bound lies beyond the current block, so its entries
     /// need no bound check.
     block_inside: bool,
@@ -33,23 +37,47 @@ impl SstIter {
         (lo, hi): (Bound<InternalKey>, Bound<InternalKey>),
         reverse: bool,
     ) -> Result<SstIter> {
-        let mut it = SstIter { reader, cache, lo, hi, reverse, block_idx: 0, block: None, pos: 0, block_inside: false };
+        let mut it = SstIter {
+            reader,
+            cache,
+            lo,
+            hi,
+            reverse,
+            block_idx: 0,
+            block: None,
+            pos: 0,
+            at: None,
+            block_inside: false,
+        };
         if reverse {
             it.seek_last()?;
         } else {
             it.seek_first()?;
         }
+        it.settle();
         Ok(it)
     }
 
     /// The entry under the iterator, or `None` once past the bounds.
+    #[inline]
     pub fn current(&self) -> Option<EntryRef<'_>> {
-        self.block.as_ref()?.entry(self.pos)
+        Some(self.block.as_ref()?.at(self.at.as_ref()?))
+    }
+
+    /// Locates the entry under the iterator once it has moved.
+    fn settle(&mut self) {
+        self.at = self.block.as_ref().and_then(|b| b.locate(self.pos));
     }
 
     /// Moves forward to the first entry not less than `target` (nothing if
     /// the current entry is already there). Forward iterators only.
     pub fn seek(&mut self, target: &InternalKey) -> Result<()> {
+        let sought = self.seek_from_here(target);
+        self.settle();
+        sought
+    }
+
+    fn seek_from_here(&mut self, target: &InternalKey) -> Result<()> {
         let Some(cur) = self.current() else { return Ok(()) };
         if self.reverse || cur.cmp_internal(target).is_ge() {
             return Ok(());
@@ -84,14 +112,15 @@ impl SstIter {
         if self.block.is_none() {
             return Ok(());
         }
-        if self.reverse {
-            self.step_back()?;
+        let moved = if self.reverse {
+            self.step_back()
         } else {
             self.pos += 1;
-            self.skip_forward()?;
-        }
+            self.skip_forward()
+        };
         self.check_bounds();
-        Ok(())
+        self.settle();
+        moved
     }
 
     /// The file read.
@@ -114,6 +143,7 @@ impl SstIter {
             self.pos = self.block_len();
             self.skip_forward()?;
         }
+        self.settle();
         Ok(())
     }
 
@@ -212,7 +242,7 @@ impl SstIter {
         if self.block_inside {
             return;
         }
-        let Some(e) = self.current() else { return };
+        let Some(e) = self.block.as_ref().and_then(|b| b.entry(self.pos)) else { return };
         if self.outside(&e) {
             self.block = None;
         }

@@ -88,7 +88,7 @@ impl Table {
         let cells = new_cells(&rules, current.as_ref(), now)?;
         let mutations: Vec<Mutation> = cells
             .iter()
-            .map(|(family, cell)| Mutation::set_cell(family.clone(), &cell.qualifier, cell.timestamp, &cell.value))
+            .map(|(family, qualifier, cell)| Mutation::set_cell(family.clone(), qualifier, cell.timestamp, &cell.value))
             .collect();
         let batch: RowBatch<'_> = resolve(table, key, &mutations, now)?;
         core.commit_batch_locked(&mut cs, batch)?;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::mutation::{limits, validate_qualifier};
+use super::row::{ColumnRun, Columns};
 use super::{Cell, Row, TableMeta, Timestamp};
 use crate::{Error, Result};
 
@@ -140,42 +141,40 @@ pub(crate) fn new_cells(
     rules: &[ReadModifyWrite],
     current: Option<&Row>,
     now: Timestamp,
-) -> Result<Vec<(String, Cell)>> {
-    let mut cells: Vec<(String, Cell)> = Vec::new();
+) -> Result<Vec<(String, Bytes, Cell)>> {
+    let mut cells: Vec<(String, Bytes, Cell)> = Vec::new();
     for rule in rules {
         let (family, qualifier) = rule.column();
-        let existing = cells.iter().position(|(f, c)| f == family && c.qualifier == qualifier);
+        let existing = cells.iter().position(|(f, q, _)| f == family && q == qualifier);
         let (value, timestamp) = if let Some(i) = existing {
-            (Some(cells[i].1.value.clone()), cells[i].1.timestamp)
+            (Some(cells[i].2.value.clone()), cells[i].2.timestamp)
         } else {
             let newest = current.and_then(|r| r.latest(family, qualifier));
             (newest.map(|c| c.value.clone()), newest.map_or(now, |c| c.timestamp.max(now)))
         };
-        let cell =
-            Cell { qualifier: qualifier.clone(), timestamp, value: rule.apply(value.as_deref())?, labels: Vec::new() };
+        let cell = Cell { timestamp, value: rule.apply(value.as_deref())?, labels: Vec::new() };
         match existing {
-            Some(i) => cells[i].1 = cell,
-            None => cells.push((family.to_owned(), cell)),
+            Some(i) => cells[i].2 = cell,
+            None => cells.push((family.to_owned(), qualifier.clone(), cell)),
         }
     }
     Ok(cells)
 }
 
 /// `cells` (one per column) as a row, families and columns in model order.
-pub(crate) fn row_of(key: &[u8], mut cells: Vec<(String, Cell)>) -> Row {
-    cells.sort_by(|a, b| (&a.0, &a.1.qualifier).cmp(&(&b.0, &b.1.qualifier)));
+pub(crate) fn row_of(key: &[u8], mut cells: Vec<(String, Bytes, Cell)>) -> Row {
+    cells.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
     let mut names: Vec<String> = Vec::new();
-    let mut runs: Vec<(u16, u32)> = Vec::new();
+    let mut columns = None;
     let mut row_cells = Vec::with_capacity(cells.len());
-    for (family, cell) in cells {
+    for (family, qualifier, cell) in cells {
         if names.last() != Some(&family) {
             names.push(family);
-            runs.push((u16::try_from(names.len() - 1).unwrap_or(u16::MAX), 0));
         }
         row_cells.push(cell);
-        if let Some(run) = runs.last_mut() {
-            run.1 = u32::try_from(row_cells.len()).unwrap_or(u32::MAX);
-        }
+        let family = u16::try_from(names.len() - 1).unwrap_or(u16::MAX);
+        let end = u32::try_from(row_cells.len()).unwrap_or(u32::MAX);
+        Columns::push(&mut columns, ColumnRun { family, qualifier, end });
     }
-    Row::new(Bytes::copy_from_slice(key), Arc::new(names), &runs, row_cells)
+    Row::new(Bytes::copy_from_slice(key), Arc::new(names), columns.unwrap_or(Columns::Many(Vec::new())), row_cells)
 }

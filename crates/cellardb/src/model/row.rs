@@ -1,12 +1,14 @@
 //! Rows as reads return them: families in name order, columns in qualifier
 //! order, cells newest first.
 //!
-//! A row holds its cells in one flat list in that order, and its families
-//! and columns are runs of the list ([`Family`], [`Column`]): a row costs
-//! one allocation for its cells whatever its shape, where a tree of
-//! families, columns and cells would cost one per node. Reads of narrow
-//! rows (one cell each, as the single-timestamp patterns store them)
-//! spend most of their time building and dropping rows.
+//! A row holds its cells in one flat list in that order, and a list of its
+//! columns, each with its family and where its cells end; families and
+//! columns are borrowed runs of the cells ([`Family`], [`Column`]). A row
+//! costs two allocations whatever its shape, and one if it has a single
+//! column, where a tree of families, columns and cells would cost one per
+//! node: reads of narrow rows (one cell each, as the single-timestamp
+//! patterns store them) spend much of their time building and dropping
+//! rows. A wide row's cells do not each repeat their qualifier.
 
 use std::fmt;
 use std::sync::Arc;
@@ -20,29 +22,63 @@ use super::Timestamp;
 pub struct Row {
     /// Row key.
     pub key: Bytes,
-    /// Family names by rank; the runs say which ranks the row has.
+    /// Family names by rank, as the read that made the row numbered them.
     names: Arc<Vec<String>>,
-    /// The row's families: each one's rank in `names` and where its cells end.
-    runs: Runs,
+    /// The row's columns in model order, each with where its cells end.
+    columns: Columns,
     /// Every cell, in model order.
     cells: Vec<Cell>,
 }
 
-/// The family runs of a row: most rows have cells in one family, and then
-/// no list is allocated for them.
+/// One column of a row: its family's rank, its qualifier and the end of its
+/// cells in the row's list.
 #[derive(Debug, Clone)]
-enum Runs {
-    /// Every cell is in this family.
-    One(u16),
-    /// Each family's rank and the end of its cells, in name order.
-    Many(Vec<(u16, u32)>),
+pub(crate) struct ColumnRun {
+    pub family: u16,
+    pub qualifier: Bytes,
+    pub end: u32,
 }
 
-/// One timestamped value, with the column it belongs to.
+/// A row's columns. Rows of one column (as the single-timestamp patterns
+/// store them) need no list.
+#[derive(Debug, Clone)]
+pub(crate) enum Columns {
+    One(ColumnRun),
+    Many(Vec<ColumnRun>),
+}
+
+impl Columns {
+    fn as_slice(&self) -> &[ColumnRun] {
+        match self {
+            Columns::One(run) => std::slice::from_ref(run),
+            Columns::Many(runs) => runs,
+        }
+    }
+
+    /// Appends `run` to `columns`.
+    pub fn push(columns: &mut Option<Columns>, run: ColumnRun) {
+        *columns = Some(match columns.take() {
+            None => Columns::One(run),
+            Some(Columns::One(first)) => Columns::Many(vec![first, run]),
+            Some(Columns::Many(mut runs)) => {
+                runs.push(run);
+                Columns::Many(runs)
+            }
+        });
+    }
+
+    /// The last column.
+    pub fn last_mut(columns: &mut Option<Columns>) -> Option<&mut ColumnRun> {
+        match columns.as_mut()? {
+            Columns::One(run) => Some(run),
+            Columns::Many(runs) => runs.last_mut(),
+        }
+    }
+}
+
+/// One timestamped value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cell {
-    /// Column qualifier.
-    pub qualifier: Bytes,
     /// When the cell was written (its place in its column's history).
     pub timestamp: Timestamp,
     /// The value.
@@ -52,12 +88,15 @@ pub struct Cell {
 }
 
 /// The cells of one column family within a row, borrowed from it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 pub struct Family<'r> {
     /// Family name.
     pub name: &'r str,
-    /// Its cells: columns in qualifier order, each newest first.
-    pub cells: &'r [Cell],
+    /// The family's columns.
+    runs: &'r [ColumnRun],
+    /// The row's cells, and where the family's first cell is among them.
+    all: &'r [Cell],
+    start: usize,
 }
 
 /// The cells of one column within a row, borrowed from it.
@@ -79,72 +118,73 @@ impl Cell {
 }
 
 impl<'r> Family<'r> {
+    /// Every cell of the family: columns in qualifier order, each newest
+    /// first.
+    pub fn cells(&self) -> &'r [Cell] {
+        let end = self.runs.last().map_or(self.start, |r| r.end as usize);
+        &self.all[self.start..end]
+    }
+
     /// The columns with at least one cell, in qualifier order.
-    pub fn columns(&self) -> impl Iterator<Item = Column<'r>> + 'r {
-        let cells = self.cells;
-        runs(cells, |a, b| a.qualifier == b.qualifier)
-            .map(move |run| Column { qualifier: &cells[run.start].qualifier, cells: &cells[run] })
+    pub fn columns(&self) -> impl Iterator<Item = Column<'r>> + use<'r> {
+        let (all, mut start) = (self.all, self.start);
+        self.runs.iter().map(move |run| {
+            let end = run.end as usize;
+            let column = Column { qualifier: &run.qualifier, cells: &all[start..end] };
+            start = end;
+            column
+        })
     }
 
     /// The column `qualifier`, if it has cells.
     pub fn column(&self, qualifier: impl AsRef<[u8]>) -> Option<Column<'r>> {
+        // Columns sort by qualifier bytes: bisect.
         let q = qualifier.as_ref();
-        // Columns sort by qualifier bytes: find the run by bisection.
-        let start = self.cells.partition_point(|c| c.qualifier.as_ref() < q);
-        let len = self.cells[start..].iter().take_while(|c| c.qualifier == q).count();
-        (len > 0).then(|| Column { qualifier: &self.cells[start].qualifier, cells: &self.cells[start..start + len] })
+        let i = self.runs.partition_point(|r| r.qualifier.as_ref() < q);
+        let run = self.runs.get(i).filter(|r| r.qualifier.as_ref() == q)?;
+        let start = if i == 0 { self.start } else { self.runs[i - 1].end as usize };
+        Some(Column { qualifier: &run.qualifier, cells: &self.all[start..run.end as usize] })
     }
 }
 
-/// The index ranges of the runs of `cells` in which `same` holds between
-/// neighbours.
-fn runs<'c>(
-    cells: &'c [Cell],
-    same: impl Fn(&Cell, &Cell) -> bool + 'c,
-) -> impl Iterator<Item = std::ops::Range<usize>> + 'c {
-    let mut start = 0;
-    std::iter::from_fn(move || {
-        let first = cells.get(start)?;
-        let len = 1 + cells[start + 1..].iter().take_while(|c| same(first, c)).count();
-        start += len;
-        Some(start - len..start)
-    })
+/// Families are equal when their names and columns are.
+impl PartialEq for Family<'_> {
+    fn eq(&self, other: &Family<'_>) -> bool {
+        self.name == other.name && self.runs.len() == other.runs.len() && self.columns().eq(other.columns())
+    }
+}
+
+impl Eq for Family<'_> {}
+
+impl fmt::Debug for Family<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Family")
+            .field("name", &self.name)
+            .field("columns", &self.columns().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 impl Row {
-    /// A row of `cells` in model order, grouped into families by
-    /// `families`: each family's rank in `names` and the end of its cells
-    /// in `cells`, in name order, none of them empty.
-    pub(crate) fn new(key: Bytes, names: Arc<Vec<String>>, families: &[(u16, u32)], cells: Vec<Cell>) -> Row {
-        let runs = match families {
-            [(rank, _)] => Runs::One(*rank),
-            _ => Runs::Many(families.to_vec()),
-        };
-        Row { key, names, runs, cells }
+    /// A row of `cells` in model order, grouped by `columns`, whose
+    /// families are ranks in `names`.
+    pub(crate) fn new(key: Bytes, names: Arc<Vec<String>>, columns: Columns, cells: Vec<Cell>) -> Row {
+        Row { key, names, columns, cells }
     }
 
     /// Families with at least one cell, in name order.
     pub fn families(&self) -> impl Iterator<Item = Family<'_>> {
-        let runs: &[(u16, u32)] = match &self.runs {
-            Runs::One(_) => &[],
-            Runs::Many(runs) => runs,
-        };
-        let one = match self.runs {
-            Runs::One(rank) if !self.cells.is_empty() => Some(self.family_at(rank, 0..self.cells.len())),
-            _ => None,
-        };
-        let mut start = 0;
-        one.into_iter().chain(runs.iter().map(move |&(rank, end)| {
-            let end = end as usize;
-            let family = self.family_at(rank, start..end);
-            start = end;
-            family
-        }))
-    }
-
-    fn family_at(&self, rank: u16, cells: std::ops::Range<usize>) -> Family<'_> {
-        let name = self.names.get(usize::from(rank)).map_or("", String::as_str);
-        Family { name, cells: &self.cells[cells] }
+        let runs = self.columns.as_slice();
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            let first = runs.get(at)?;
+            let n = runs[at..].iter().take_while(|r| r.family == first.family).count();
+            let start = if at == 0 { 0 } else { runs[at - 1].end as usize };
+            let name = self.names.get(usize::from(first.family)).map_or("", String::as_str);
+            let family = Family { name, runs: &runs[at..at + n], all: &self.cells, start };
+            at += n;
+            Some(family)
+        })
     }
 
     /// The family called `name`, if the row has cells in it.
@@ -164,7 +204,10 @@ impl Row {
 
     /// Every cell in model order, with its family name and qualifier.
     pub fn cells(&self) -> impl Iterator<Item = (&str, &Bytes, &Cell)> {
-        self.families().flat_map(|f| f.cells.iter().map(move |c| (f.name, &c.qualifier, c)))
+        self.families().flat_map(|f| {
+            let name = f.name;
+            f.columns().flat_map(move |c| c.cells.iter().map(move |cell| (name, c.qualifier, cell)))
+        })
     }
 
     /// Number of cells in the row.
@@ -173,7 +216,9 @@ impl Row {
     }
 }
 
-/// Rows are equal when their keys and their cells, family by family, are.
+/// Rows are equal when their keys and their cells, family by family and
+/// column by column, are: how the reads that made them numbered the
+/// table's families does not matter.
 impl PartialEq for Row {
     fn eq(&self, other: &Row) -> bool {
         self.key == other.key && self.cells.len() == other.cells.len() && self.families().eq(other.families())
@@ -183,8 +228,8 @@ impl PartialEq for Row {
 impl Eq for Row {}
 
 /// Shows what [`Row::families`] gives: the row's families, each with its
-/// name and cells.
-#[allow(clippy::missing_fields_in_debug, reason = "names and runs are how the families are found")]
+/// name and columns.
+#[allow(clippy::missing_fields_in_debug, reason = "names and columns are how the families are found")]
 impl fmt::Debug for Row {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Row").field("key", &self.key).field("families", &self.families().collect::<Vec<_>>()).finish()
@@ -195,31 +240,39 @@ impl fmt::Debug for Row {
 mod tests {
     use super::*;
 
-    fn cell(qualifier: &str, micros: i64, value: &str) -> Cell {
+    fn cell(micros: i64, value: &str) -> Cell {
         Cell {
-            qualifier: Bytes::copy_from_slice(qualifier.as_bytes()),
             timestamp: Timestamp::from_micros(micros),
             value: Bytes::copy_from_slice(value.as_bytes()),
             labels: Vec::new(),
         }
     }
 
-    /// Families "a" (rank 0, absent), "b" (rank 1) and "c" (rank 2).
+    fn run(family: u16, qualifier: &'static str, end: u32) -> ColumnRun {
+        ColumnRun { family, qualifier: Bytes::from_static(qualifier.as_bytes()), end }
+    }
+
+    /// Families "a" (rank 0, no cells), "b" (rank 1) and "c" (rank 2).
     fn two_families() -> Row {
         let names = Arc::new(vec!["a".to_owned(), "b".to_owned(), "c".to_owned()]);
-        let cells = vec![cell("x", 2, "bx2"), cell("x", 1, "bx1"), cell("y", 5, "by5"), cell("x", 9, "cx9")];
-        Row::new(Bytes::from_static(b"r"), names, &[(1, 3), (2, 4)], cells)
+        let cells = vec![cell(2, "bx2"), cell(1, "bx1"), cell(5, "by5"), cell(9, "cx9")];
+        Row::new(
+            Bytes::from_static(b"r"),
+            names,
+            Columns::Many(vec![run(1, "x", 2), run(1, "y", 3), run(2, "x", 4)]),
+            cells,
+        )
     }
 
     #[test]
     fn families_and_columns_are_the_runs_of_the_cells() {
-        type Shape<'r> = Vec<(&'r str, Vec<(&'r [u8], usize)>)>;
+        type Shape<'r> = Vec<(&'r str, usize, Vec<(&'r [u8], usize)>)>;
         let row = two_families();
         let shape: Shape<'_> = row
             .families()
-            .map(|f| (f.name, f.columns().map(|c| (&c.qualifier[..], c.cells.len())).collect()))
+            .map(|f| (f.name, f.cells().len(), f.columns().map(|c| (&c.qualifier[..], c.cells.len())).collect()))
             .collect();
-        assert_eq!(shape, [("b", vec![(&b"x"[..], 2), (b"y", 1)]), ("c", vec![(&b"x"[..], 1)])]);
+        assert_eq!(shape, [("b", 3, vec![(&b"x"[..], 2), (b"y", 1)]), ("c", 1, vec![(&b"x"[..], 1)])]);
         assert_eq!(row.cell_count(), 4);
         let cells: Vec<(&str, &[u8], &[u8])> = row.cells().map(|(f, q, c)| (f, &q[..], &c.value[..])).collect();
         assert_eq!(
@@ -232,20 +285,35 @@ mod tests {
     fn lookups_find_a_family_column_and_newest_cell_or_nothing() {
         let row = two_families();
         assert!(row.family("a").is_none(), "a family without cells is not in the row");
-        assert_eq!(row.family("c").map(|f| f.cells.len()), Some(1));
+        assert_eq!(row.family("c").map(|f| f.cells().len()), Some(1));
         assert_eq!(row.column("b", "x").map(|c| c.cells.len()), Some(2));
+        assert_eq!(row.column("b", "y").map(|c| &c.cells[0].value[..]), Some(&b"by5"[..]));
         assert_eq!(row.latest("b", "x").map(|c| &c.value[..]), Some(&b"bx2"[..]));
         assert_eq!(row.latest("c", "x").map(|c| &c.value[..]), Some(&b"cx9"[..]));
         assert!(row.column("b", "w").is_none() && row.column("b", "z").is_none() && row.column("z", "x").is_none());
     }
 
     #[test]
-    fn a_row_in_one_family_needs_no_run_list() {
+    fn a_row_of_one_column_grows_a_list_only_at_its_second() {
+        let mut columns = None;
+        Columns::push(&mut columns, run(0, "p", 1));
+        assert!(matches!(columns, Some(Columns::One(_))));
+        if let Some(last) = Columns::last_mut(&mut columns) {
+            last.end = 2;
+        }
         let names = Arc::new(vec!["m".to_owned()]);
-        let row = Row::new(Bytes::from_static(b"k"), names, &[(0, 2)], vec![cell("p", 1, "1"), cell("t", 1, "2")]);
-        assert!(matches!(row.runs, Runs::One(0)));
-        assert_eq!(row.families().map(|f| f.name).collect::<Vec<_>>(), ["m"]);
-        assert_eq!(row.family("m").map(|f| f.columns().count()), Some(2));
+        let one = Row::new(
+            Bytes::from_static(b"k"),
+            names.clone(),
+            columns.clone().unwrap(),
+            vec![cell(2, "1"), cell(1, "0")],
+        );
+        assert_eq!(one.latest("m", "p").map(|c| &c.value[..]), Some(&b"1"[..]));
+        Columns::push(&mut columns, run(0, "t", 3));
+        assert!(matches!(&columns, Some(Columns::Many(runs)) if runs.len() == 2));
+        let two =
+            Row::new(Bytes::from_static(b"k"), names, columns.unwrap(), vec![cell(2, "1"), cell(1, "0"), cell(1, "2")]);
+        assert_eq!(two.family("m").map(|f| f.columns().count()), Some(2));
     }
 
     #[test]
@@ -253,10 +321,20 @@ mod tests {
         let row = two_families();
         // The same cells read from a table that declares the families in other ranks.
         let names = Arc::new(vec!["b".to_owned(), "c".to_owned()]);
-        let same = Row::new(row.key.clone(), names.clone(), &[(0, 3), (1, 4)], row.cells.clone());
+        let same = Row::new(
+            row.key.clone(),
+            names.clone(),
+            Columns::Many(vec![run(0, "x", 2), run(0, "y", 3), run(1, "x", 4)]),
+            row.cells.clone(),
+        );
         assert_eq!(row, same);
-        let moved = Row::new(row.key.clone(), names, &[(0, 2), (1, 4)], row.cells.clone());
-        assert_ne!(row, moved, "a cell in another family");
+        let moved = Row::new(
+            row.key.clone(),
+            names,
+            Columns::Many(vec![run(0, "x", 2), run(1, "y", 3), run(1, "x", 4)]),
+            row.cells.clone(),
+        );
+        assert_ne!(row, moved, "a column in another family");
         let debug = format!("{row:?}");
         assert!(debug.contains("\"b\"") && debug.contains("\"c\"") && !debug.contains("\"a\""), "{debug}");
     }

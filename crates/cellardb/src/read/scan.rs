@@ -13,6 +13,7 @@ use crate::iter::{Gather, MergingIter, RowGather, Skipper};
 use crate::model::assemble::{Assembler, FamilyRules, LiveCell};
 use crate::model::filter::{Filter, RowCell, RowView};
 use crate::model::range_drop::dropped_below;
+use crate::model::row::{ColumnRun, Columns};
 use crate::model::{Aggregate, Cell, GcRule, RangeDrop, Row, Timestamp};
 
 /// A family as one read sees it; its index in the read's list is its rank.
@@ -61,8 +62,6 @@ pub(crate) struct RowScanner {
     assembler: Assembler,
     /// Reused from row to row.
     cells: Vec<RowCell>,
-    /// The families of the row being grouped (see [`Row::new`]); reused.
-    runs: Vec<(u16, u32)>,
     /// Jumps over what the filter drops anyway (forward reads only).
     seeker: Option<super::Seeker>,
 }
@@ -90,7 +89,6 @@ impl RowScanner {
             live: Vec::new(),
             assembler: Assembler::default(),
             cells: Vec::new(),
-            runs: Vec::new(),
             seeker,
         }
     }
@@ -173,27 +171,33 @@ impl RowScanner {
     fn group(&mut self, cells: &mut Vec<RowCell>) -> Row {
         let key = self.row.append_key();
         let buffer = self.row.take_bytes();
-        let mut runs = std::mem::take(&mut self.runs);
-        runs.clear();
+        let mut columns: Option<Columns> = None;
         let mut row_cells = Vec::with_capacity(cells.len());
+        let mut last_qualifier = 0..0;
         for c in cells.drain(..) {
-            match runs.last_mut() {
-                Some((rank, end)) if *rank == c.family => *end += 1,
-                _ => runs.push((c.family, u32::try_from(row_cells.len() + 1).unwrap_or(u32::MAX))),
+            let end = u32::try_from(row_cells.len() + 1).unwrap_or(u32::MAX);
+            match Columns::last_mut(&mut columns) {
+                // A gather stores a column's qualifier once for its entries.
+                Some(run)
+                    if run.family == c.family
+                        && (last_qualifier == c.qualifier
+                            || buffer[last_qualifier.clone()] == buffer[c.qualifier.clone()]) =>
+                {
+                    run.end = end;
+                }
+                _ => {
+                    let qualifier = buffer.slice(c.qualifier.clone());
+                    Columns::push(&mut columns, ColumnRun { family: c.family, qualifier, end });
+                    last_qualifier = c.qualifier;
+                }
             }
-            let qualifier = match row_cells.last() {
-                Some(Cell { qualifier, .. }) if qualifier[..] == buffer[c.qualifier.clone()] => qualifier.clone(),
-                _ => buffer.slice(c.qualifier),
-            };
             row_cells.push(Cell {
-                qualifier,
                 timestamp: Timestamp::from_micros(c.timestamp),
                 value: buffer.slice(c.value),
                 labels: c.labels,
             });
         }
-        let row = Row::new(buffer.slice(key), Arc::clone(&self.names), &runs, row_cells);
-        self.runs = runs;
-        row
+        let columns = columns.unwrap_or(Columns::Many(Vec::new()));
+        Row::new(buffer.slice(key), Arc::clone(&self.names), columns, row_cells)
     }
 }

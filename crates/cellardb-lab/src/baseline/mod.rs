@@ -32,7 +32,7 @@ use cellardb::{Durability, Error, Mutation, Result};
 
 mod run;
 
-pub use run::{query, run_pattern};
+pub use run::{query, read_plan, run_pattern};
 
 /// A RocksDB database holding Bigtable cells.
 pub struct RocksBaseline {

@@ -75,7 +75,7 @@ impl LabEngine for RocksBaseline {
     }
 
     fn read(&self, plan: &Plan, sink: &mut dyn FnMut(CellRef<'_>)) -> Result<()> {
-        read(self, plan, sink)
+        read_plan(self, plan, sink)
     }
 
     /// Dropping the `DB` closes it: its files are synced and closed.
@@ -86,7 +86,7 @@ impl LabEngine for RocksBaseline {
 }
 
 /// Reads `plan` from `db`, handing each cell to `sink`.
-fn read(db: &RocksBaseline, plan: &Plan, sink: &mut dyn FnMut(CellRef<'_>)) -> Result<()> {
+pub fn read_plan(db: &RocksBaseline, plan: &Plan, sink: &mut dyn FnMut(CellRef<'_>)) -> Result<()> {
     let select = CellSelection {
         column: plan.column.map(|q| (plan.family, q.as_bytes())),
         time: plan.time,

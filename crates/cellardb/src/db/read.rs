@@ -15,7 +15,7 @@ use crate::model::cell::now_micros;
 use crate::model::mutation::validate_row_key;
 use crate::model::row_set::KeySpan;
 use crate::model::{Filter, Row, RowSet};
-use crate::read::{FamilyView, RowScanner, Scanned};
+use crate::read::{FamilyView, RowScanner, RowStart, Scanned};
 use crate::sst::SstIter;
 use crate::{Error, Result};
 
@@ -99,6 +99,9 @@ struct Started {
     snapshot: u64,
     now: i64,
     families: Arc<Vec<FamilyView>>,
+    /// Where a forward read of one row may start in a file without
+    /// tombstones.
+    row_start: Option<RowStart>,
     spans: VecDeque<KeySpan>,
     /// The span being read, if one is.
     span: Option<KeySpan>,
@@ -134,7 +137,8 @@ impl ReadRows {
         loop {
             if s.span.is_none() {
                 let Some(span) = s.spans.pop_front() else { return Ok(None) };
-                let merge = merge_span(&s.sv, &s.families, &span, reverse, &self.table)?;
+                let start = if reverse { None } else { s.row_start.as_ref() };
+                let merge = merge_span(&s.sv, &s.families, &span, start, reverse, &self.table)?;
                 if let Some(scanner) = &mut s.scanner {
                     scanner.restart(merge);
                 } else {
@@ -184,7 +188,16 @@ impl ReadRows {
         if self.reverse {
             spans = spans.into_iter().rev().collect();
         }
-        Ok(Started { sv, snapshot, now: now_micros(), families: Arc::new(families), spans, span: None, scanner: None })
+        Ok(Started {
+            sv,
+            snapshot,
+            now: now_micros(),
+            families: Arc::new(families),
+            row_start: RowStart::of(&self.filter),
+            spans,
+            span: None,
+            scanner: None,
+        })
     }
 }
 
@@ -194,7 +207,7 @@ fn read_forward(s: &Started, table: &Table, key: Bytes, filter: &Arc<Filter>) ->
     let mut hi = key.to_vec();
     hi.push(0);
     let span = KeySpan { lo: key, hi: Some(Bytes::from(hi)) };
-    let merge = merge_span(&s.sv, &s.families, &span, false, table)?;
+    let merge = merge_span(&s.sv, &s.families, &span, s.row_start.as_ref(), false, table)?;
     let mut scanner = RowScanner::new(merge, s.families.clone(), filter.clone(), s.snapshot, s.now, false);
     match scanner.next_row()? {
         Scanned::Row(row) => Ok(Some(row)),
@@ -202,11 +215,13 @@ fn read_forward(s: &Started, table: &Table, key: Bytes, filter: &Arc<Filter>) ->
     }
 }
 
-/// Every source of `span` for every family read, merged.
+/// Every source of `span` for every family read, merged. A forward read
+/// of one row starts each file that holds no tombstone at `row_start`.
 fn merge_span(
     sv: &SuperVersion,
     families: &[FamilyView],
     span: &KeySpan,
+    row_start: Option<&RowStart>,
     reverse: bool,
     table: &Table,
 ) -> Result<MergingIter> {
@@ -216,6 +231,7 @@ fn merge_span(
     let mut merge: MergingIter = MergingIter::new(reverse);
     for (rank, family) in families.iter().enumerate() {
         let rank = u16::try_from(rank).unwrap_or(u16::MAX);
+        let start = single_row.zip(row_start).map(|(row, start)| Bound::Included(start.key(row, family)));
         // A memtable empty now holds nothing this snapshot sees: what a
         // writer adds later has a later sequence number.
         for mem in sv.memtables().filter(|m| !m.is_empty()) {
@@ -228,7 +244,11 @@ fn merge_span(
             if single_row.is_some_and(|row| !file.reader.may_contain_row(row)) {
                 continue;
             }
-            let it = SstIter::new(file.reader.clone(), cache.clone(), bounds.clone(), reverse)?;
+            let lo = match &start {
+                Some(start) if file.reader.props().tombstones == 0 => start.clone(),
+                _ => bounds.0.clone(),
+            };
+            let it = SstIter::new(file.reader.clone(), cache.clone(), (lo, bounds.1.clone()), reverse)?;
             merge.add(Box::new(it), rank);
         }
     }

@@ -10,4 +10,4 @@ mod scan;
 mod seek;
 
 pub(crate) use scan::{FamilyView, RowScanner, Scanned};
-pub(crate) use seek::Seeker;
+pub(crate) use seek::{RowStart, Seeker};

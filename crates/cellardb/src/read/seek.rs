@@ -34,6 +34,58 @@ use crate::model::range_drop::dropped_below;
 /// it pays only for longer runs (a wide row's column, not a tall row's).
 const STEPS_BEFORE_SEEK: u32 = 8;
 
+/// Where a forward read of one row may start in a source that holds no
+/// tombstone, from the head of the filter: at the first column the head
+/// can keep and, where the head keeps one column of a family without
+/// `max_versions`, at that column's first cell older than the time
+/// range's end. What lies before is cells the [`Seeker`] would step over
+/// or jump past, and with no tombstone in the source none of it can
+/// delete what follows. A point read then starts in the block that holds
+/// its answer: a cold read of one column's hour of a wide row decodes
+/// that block alone, not also the block holding the row's first entry.
+#[derive(Debug, Clone)]
+pub(crate) struct RowStart {
+    /// The smallest qualifier a kept column can have.
+    column: Bytes,
+    /// The head keeps that one column only.
+    one_column: bool,
+    /// The end of the head's time range.
+    end: Option<i64>,
+}
+
+impl RowStart {
+    /// The start the head of `filter` allows; `None` if it is the row's
+    /// first entry.
+    pub fn of(filter: &Filter) -> Option<RowStart> {
+        let (first, last) = filter.head_qualifier_bounds();
+        let first = first?;
+        let one_column = last.as_deref() == Some(first.as_slice());
+        Some(RowStart { column: Bytes::from(first), one_column, end: filter.head_time().1 })
+    }
+
+    /// Where to start reading `row` in `family`'s sources that hold no
+    /// tombstone.
+    pub fn key(&self, row: &Bytes, family: &FamilyView) -> InternalKey {
+        let unversioned = family.gc_rule.version_limit().is_none();
+        match self.end {
+            Some(end) if self.one_column && unversioned => InternalKey {
+                row: row.clone(),
+                qualifier: self.column.clone(),
+                timestamp: end.saturating_sub(1),
+                seq: u64::MAX,
+                kind: EntryKind::Put,
+            },
+            _ => InternalKey {
+                row: row.clone(),
+                qualifier: self.column.clone(),
+                timestamp: i64::MAX,
+                seq: u64::MAX,
+                kind: EntryKind::DeleteColumn,
+            },
+        }
+    }
+}
+
 /// A family as the seeker sees it.
 struct SeekFamily {
     name: String,
@@ -125,15 +177,23 @@ impl Seeker {
         }
     }
 
-    /// Where to go from rejected column `qualifier`: to the first column
-    /// the predicates can keep, if that is further; to the next row, if no
-    /// later column can be kept; else to the next column.
-    fn next_candidate(&self, qualifier: &[u8]) -> InternalKey {
+    /// Where to go once done with column `qualifier`: to the next row, if
+    /// no later column can be kept (a read of one row then ends without
+    /// loading the block where the next column starts); else to the next
+    /// column.
+    fn after_column(&self, qualifier: &[u8]) -> InternalKey {
         if self.last_column.as_deref().is_some_and(|last| qualifier >= last) {
             let mut next_row = self.row.clone();
             next_row.push(0);
             return InternalKey::first_of_row(next_row.into());
         }
+        self.past_column(qualifier)
+    }
+
+    /// Where to go from rejected column `qualifier`: to the first column
+    /// the predicates can keep, if that is further; else as
+    /// [`Seeker::after_column`].
+    fn next_candidate(&self, qualifier: &[u8]) -> InternalKey {
         match self.first_column.as_deref() {
             Some(first) if qualifier < first => InternalKey {
                 row: Bytes::copy_from_slice(&self.row),
@@ -142,7 +202,7 @@ impl Seeker {
                 seq: u64::MAX,
                 kind: EntryKind::DeleteColumn,
             },
-            _ => self.past_column(qualifier),
+            _ => self.after_column(qualifier),
         }
     }
 
@@ -221,7 +281,7 @@ impl Seeker {
             return Some(self.next_candidate(e.qualifier));
         }
         if e.timestamp < start {
-            return Some(self.past_column(e.qualifier));
+            return Some(self.after_column(e.qualifier));
         }
         if let Some(end) = end.filter(|&end| e.timestamp >= end && unversioned) {
             return Some(self.before(e.qualifier, end));
@@ -237,6 +297,6 @@ impl Seeker {
             column.last_ts = Some(e.timestamp);
             column.distinct += 1;
         }
-        (column.distinct > n).then(|| self.past_column(e.qualifier))
+        (column.distinct > n).then(|| self.after_column(e.qualifier))
     }
 }

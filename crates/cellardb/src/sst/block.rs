@@ -17,7 +17,7 @@
 
 use super::block_builder::{DeltaByQualifier, FLAG_MILLIS};
 use crate::cache::Charge;
-use crate::coding::{Cursor, DecodeError};
+use crate::coding::{Cursor, DecodeError, unzigzag};
 use crate::key::{EntryKind, EntryRef, InternalKey, MAX_ROW_KEY, compare_parts, is_range_end};
 
 /// Per-entry unsigned integers in the narrowest width that holds the largest.
@@ -367,18 +367,16 @@ impl DecodedBlock {
         if qual_count == 0 && n > 0 {
             return Err(c.error("qualifier dictionary is empty"));
         }
-        let qids = decode_qualifier_ids(&mut c, n, qual_count)?;
+        let qids = decode_qualifier_ids(&mut c, n, qual_count, &mut scratch)?;
         let timestamps_at = c.position();
-        decode_deltas(&mut c, &qids, qual_count, "timestamp", &mut scratch)?;
-        let (min, max) = min_max(&scratch);
+        let (min, max) = decode_deltas(&mut c, &qids, qual_count, "timestamp", &mut scratch)?;
         let in_range = |v: u64| (v ^ SIGN).cast_signed().checked_mul(scale).is_some();
         if n > 0 && !(in_range(min) && in_range(max)) {
             return Err(c.error_at(timestamps_at, "timestamp out of range"));
         }
         let timestamps = Field::pack_in(&scratch, min, max);
         let seqs_at = c.position();
-        decode_deltas(&mut c, &qids, qual_count, "sequence", &mut scratch)?;
-        let (min, max) = min_max(&scratch);
+        let (min, max) = decode_deltas(&mut c, &qids, qual_count, "sequence", &mut scratch)?;
         if n > 0 && min < SIGN {
             return Err(c.error_at(seqs_at, "negative sequence number"));
         }
@@ -464,42 +462,51 @@ fn decode_rows(
     Ok((row_bytes.into(), row_ends.into()))
 }
 
-/// One stream of per-qualifier deltas into `out`, order-mapped to `u64`.
+/// One stream of per-qualifier deltas into `out`, order-mapped to `u64`;
+/// returns the smallest and largest value (`(u64::MAX, 0)` if none).
 fn decode_deltas(
     c: &mut Cursor<'_>,
     qids: &[u32],
     quals: usize,
     what: &'static str,
     out: &mut Vec<u64>,
-) -> Result<(), DecodeError> {
-    out.clear();
+) -> Result<(u64, u64), DecodeError> {
+    c.varints(qids.len(), what, out)?;
+    let (mut min, mut max) = (u64::MAX, 0);
     if quals == 1 {
         // One column: each value is a delta from the one before.
         let mut v = 0i64;
-        for _ in qids {
-            v = v.wrapping_add(c.zigzag(what)?);
-            out.push(v.cast_unsigned() ^ SIGN);
+        for slot in out.iter_mut() {
+            v = v.wrapping_add(unzigzag(*slot));
+            *slot = v.cast_unsigned() ^ SIGN;
+            (min, max) = (min.min(*slot), max.max(*slot));
         }
-        return Ok(());
+        return Ok((min, max));
     }
     let mut base = DeltaByQualifier::new(quals);
-    for &qid in qids {
-        let v = base.base(qid as usize).wrapping_add(c.zigzag(what)?);
+    for (slot, &qid) in out.iter_mut().zip(qids) {
+        let v = base.base(qid as usize).wrapping_add(unzigzag(*slot));
         base.record(qid as usize, v);
-        out.push(v.cast_unsigned() ^ SIGN);
+        *slot = v.cast_unsigned() ^ SIGN;
+        (min, max) = (min.min(*slot), max.max(*slot));
     }
-    Ok(())
+    Ok((min, max))
 }
 
 /// Each entry's qualifier id, below `quals`.
-#[allow(clippy::cast_possible_truncation, reason = "qualifier ids are under the entry count")]
-fn decode_qualifier_ids(c: &mut Cursor<'_>, n: usize, quals: usize) -> Result<Vec<u32>, DecodeError> {
-    let max = quals.saturating_sub(1) as u32;
-    let mut qids = Vec::with_capacity(n);
-    for _ in 0..n {
-        qids.push(c.u32_at_most(max, "qualifier id")?);
+#[allow(clippy::cast_possible_truncation, reason = "qualifier ids are checked to be under the entry count")]
+fn decode_qualifier_ids(
+    c: &mut Cursor<'_>,
+    n: usize,
+    quals: usize,
+    raw: &mut Vec<u64>,
+) -> Result<Vec<u32>, DecodeError> {
+    let start = c.position();
+    c.varints(n, "qualifier id", raw)?;
+    if let Some(bad) = raw.iter().position(|&q| q >= quals as u64) {
+        return Err(c.error_at(c.varint_offset(start, bad), "qualifier id"));
     }
-    Ok(qids)
+    Ok(raw.iter().map(|&q| q as u32).collect())
 }
 
 /// Each entry's value start and length, and the values, which are grouped
@@ -511,14 +518,17 @@ fn decode_values(
     quals: usize,
     lens: &mut Vec<u64>,
 ) -> Result<(Field, Field, Box<[u8]>), DecodeError> {
-    lens.clear();
+    let start = c.position();
+    c.varints(qids.len(), "value length", lens)?;
+    // Each length is at most the bytes left, under 4 GiB, and there are
+    // fewer entries than bytes: their sums cannot overflow.
+    let left = c.remaining() as u64;
     let (mut min_len, mut max_len) = (u64::MAX, 0);
-    for _ in qids {
-        // Each length is at most the block's size, under 4 GiB, and there
-        // are fewer entries than bytes: their sums cannot overflow.
-        let len = c.len(c.remaining(), "value length")? as u64;
+    for (i, &len) in lens.iter().enumerate() {
+        if len > left {
+            return Err(c.error_at(c.varint_offset(start, i), "value length"));
+        }
         (min_len, max_len) = (min_len.min(len), max_len.max(len));
-        lens.push(len);
     }
     let mut starts = Vec::with_capacity(qids.len());
     let total = if quals == 1 {

@@ -149,7 +149,9 @@ impl RowScanner {
                     aggregate: view.aggregate,
                 };
                 let entries = (start..start + n).map(|i| (i, self.row.entry(i)));
-                self.assembler.family(entries, &rules, &mut live);
+                if !Assembler::family_unchanged(entries.clone(), &rules, &mut live) {
+                    self.assembler.family(entries, &rules, &mut live);
+                }
             }
             start += n;
         }

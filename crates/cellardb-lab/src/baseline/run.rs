@@ -45,7 +45,7 @@ pub fn run_pattern(
 pub fn query(db: &RocksBaseline, pattern: SchemaPattern, w: &Workload, form: Form, q: &Query) -> Result<Answer> {
     let mut cells = CellCollector::default();
     for plan in q.plans(pattern, w, form) {
-        read(db, &plan, &mut |c| cells.push(c))?;
+        read_plan(db, &plan, &mut |c| cells.push(c))?;
     }
     q.answer(pattern, w, form, &cells)
 }

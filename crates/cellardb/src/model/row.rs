@@ -204,9 +204,19 @@ impl Row {
 
     /// Every cell in model order, with its family name and qualifier.
     pub fn cells(&self) -> impl Iterator<Item = (&str, &Bytes, &Cell)> {
-        self.families().flat_map(|f| {
-            let name = f.name;
-            f.columns().flat_map(move |c| c.cells.iter().map(move |cell| (name, c.qualifier, cell)))
+        // One walk of the flat list, moving to the next column where the
+        // current one's cells end: rows of one cell are read by the
+        // million, and nested iterators over families and columns cost
+        // more than the cell.
+        let runs = self.columns.as_slice();
+        let mut column = 0;
+        self.cells.iter().enumerate().filter_map(move |(i, cell)| {
+            while runs.get(column)?.end as usize <= i {
+                column += 1;
+            }
+            let run = &runs[column];
+            let family = self.names.get(usize::from(run.family)).map_or("", String::as_str);
+            Some((family, &run.qualifier, cell))
         })
     }
 

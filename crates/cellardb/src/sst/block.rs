@@ -15,7 +15,7 @@
 //! An entry is handed out as a borrowed [`EntryRef`], without copying or
 //! reference counting; iteration forward and backward is indexing.
 
-use super::block_builder::{DeltaByQualifier, FLAG_MILLIS};
+use super::block_builder::{DeltaByQualifier, FLAG_MILLIS, FLAG_PACKED_STREAMS, Stream};
 use crate::cache::Charge;
 use crate::coding::{Cursor, DecodeError, unzigzag};
 use crate::key::{EntryKind, EntryRef, InternalKey, MAX_ROW_KEY, compare_parts, is_range_end};
@@ -345,11 +345,12 @@ impl DecodedBlock {
         }
         let mut c = Cursor::new(raw);
         let flags = c.u8("block flags")?;
-        if flags & !FLAG_MILLIS != 0 {
+        if flags & !(FLAG_MILLIS | FLAG_PACKED_STREAMS) != 0 {
             return Err(c.error_at(0, "unknown block flags"));
         }
         let scale = if flags & FLAG_MILLIS != 0 { 1000 } else { 1 };
-        // Every entry takes at least one byte in the kinds stream.
+        // Entries have distinct keys, so each costs at least a byte: in a
+        // stream that differs from entry to entry, or in its row's record.
         let n = c.len(raw.len(), "entry count")?;
         let row_count = c.len(n, "row count")?;
         let qual_count = c.len(n, "qualifier count")?;
@@ -362,44 +363,45 @@ impl DecodedBlock {
             qualifier_bytes.extend_from_slice(c.length_prefixed("qualifier")?);
             qualifier_ends.push(qualifier_bytes.len() as u32);
         }
-        let kinds_at = c.position();
-        let kinds = c.bytes(n, "kinds")?;
         if qual_count == 0 && n > 0 {
             return Err(c.error("qualifier dictionary is empty"));
         }
-        let qids = decode_qualifier_ids(&mut c, n, qual_count, &mut scratch)?;
-        let timestamps_at = c.position();
-        let (min, max) = decode_deltas(&mut c, &qids, qual_count, "timestamp", &mut scratch)?;
+        let packed = flags & FLAG_PACKED_STREAMS != 0;
+        let mut kinds = Vec::new();
+        let kinds_at = read_stream(&mut c, n, packed.then_some("kinds"), "kinds", &mut kinds)?;
+        let qids = decode_qualifier_ids(&mut c, n, qual_count, packed, &mut scratch)?;
+        let timestamps_at = read_stream(&mut c, n, packed.then_some("timestamp"), "timestamp", &mut scratch)?;
+        let (min, max) = undelta(&mut scratch, &qids, qual_count);
         let in_range = |v: u64| (v ^ SIGN).cast_signed().checked_mul(scale).is_some();
         if n > 0 && !(in_range(min) && in_range(max)) {
-            return Err(c.error_at(timestamps_at, "timestamp out of range"));
+            return Err(c.error_at(timestamps_at.start, "timestamp out of range"));
         }
         let timestamps = Field::pack_in(&scratch, min, max);
-        let seqs_at = c.position();
-        let (min, max) = decode_deltas(&mut c, &qids, qual_count, "sequence", &mut scratch)?;
+        let seqs_at = read_stream(&mut c, n, packed.then_some("sequence"), "sequence", &mut scratch)?;
+        let (min, max) = undelta(&mut scratch, &qids, qual_count);
         if n > 0 && min < SIGN {
-            return Err(c.error_at(seqs_at, "negative sequence number"));
+            return Err(c.error_at(seqs_at.start, "negative sequence number"));
         }
         let seqs = Field::pack_in(&scratch, min, max);
-        let (value_starts, value_lens, values) = decode_values(&mut c, &qids, qual_count, &mut scratch)?;
+        let (value_starts, value_lens, values) = decode_values(&mut c, &qids, qual_count, packed, &mut scratch)?;
         if !c.is_empty() {
             return Err(c.error("end of block"));
         }
-        let kinds = if kinds.iter().all(|&k| k == EntryKind::Put as u8) {
-            Field::same(u64::from(EntryKind::Put as u8))
+        let put = u64::from(EntryKind::Put as u8);
+        let kinds = if kinds.iter().all(|&k| k == put) {
+            Field::same(put)
         } else {
-            scratch.clear();
             for (i, &tag) in kinds.iter().enumerate() {
-                let kind = EntryKind::from_tag(tag).ok_or(c.error_at(kinds_at + i, "entry kind"))?;
+                let kind = u8::try_from(tag).ok().and_then(EntryKind::from_tag);
+                let kind = kind.ok_or_else(|| c.error_at(kinds_at.offset_of(&c, i), "entry kind"))?;
                 if kind == EntryKind::DeleteColumn {
                     let v0 = value_starts.get(i) as usize;
                     if !is_range_end(&values[v0..v0 + value_lens.get(i) as usize]) {
-                        return Err(c.error_at(kinds_at + i, "column tombstone's range end"));
+                        return Err(c.error_at(kinds_at.offset_of(&c, i), "column tombstone's range end"));
                     }
                 }
-                scratch.push(u64::from(tag));
             }
-            Field::pack(&scratch)
+            Field::pack(&kinds)
         };
         scratch.clear();
         scratch.extend(qids.iter().map(|&q| u64::from(q)));
@@ -462,16 +464,98 @@ fn decode_rows(
     Ok((row_bytes.into(), row_ends.into()))
 }
 
-/// One stream of per-qualifier deltas into `out`, order-mapped to `u64`;
-/// returns the smallest and largest value (`(u64::MAX, 0)` if none).
-fn decode_deltas(
+/// Where a stream starts in the block, and how its entries are laid out:
+/// what an error about one entry names as its offset.
+#[derive(Debug, Clone, Copy)]
+struct StreamAt {
+    /// The stream's first byte (its tag, in a packed block).
+    start: usize,
+    /// The first integer's first byte.
+    first: usize,
+    /// The first byte of the others' values (offsets), if fixed-width.
+    rest: usize,
+    encoding: Stream,
+}
+
+impl StreamAt {
+    /// Offset of entry `i`'s value in the block.
+    fn offset_of(&self, c: &Cursor<'_>, i: usize) -> usize {
+        match self.encoding {
+            _ if i == 0 => self.first,
+            Stream::Varints => c.varint_offset(self.first, i),
+            Stream::Same => self.rest,
+            fixed => self.rest + (i - 1) * fixed.width(),
+        }
+    }
+}
+
+/// Reads one stream of `n` integers into `out`: in a packed block
+/// (`packed` names the stream), its first as a varint and the others in
+/// the encoding its tag gives; otherwise kinds as bytes and the rest as
+/// varints.
+fn read_stream(
     c: &mut Cursor<'_>,
-    qids: &[u32],
-    quals: usize,
+    n: usize,
+    packed: Option<&'static str>,
     what: &'static str,
     out: &mut Vec<u64>,
-) -> Result<(u64, u64), DecodeError> {
-    c.varints(qids.len(), what, out)?;
+) -> Result<StreamAt, DecodeError> {
+    let start = c.position();
+    let Some(what) = packed else {
+        if what == "kinds" {
+            out.clear();
+            out.extend(c.bytes(n, what)?.iter().map(|&k| u64::from(k)));
+            return Ok(StreamAt { start, first: start, rest: start + 1, encoding: Stream::Offsets8 });
+        }
+        c.varints(n, what, out)?;
+        return Ok(StreamAt { start, first: start, rest: start, encoding: Stream::Varints });
+    };
+    let tag = c.u8(what)?;
+    let encoding = Stream::from_tag(tag).ok_or_else(|| c.error_at(start, "unknown stream encoding"))?;
+    let first = c.position();
+    if encoding == Stream::Varints {
+        c.varints(n, what, out)?;
+        return Ok(StreamAt { start, first, rest: first, encoding });
+    }
+    if n == 0 {
+        return Err(c.error_at(start, "stream of no entries that is not varints"));
+    }
+    out.clear();
+    out.push(c.varint(what)?);
+    let base_at = c.position();
+    let base = c.varint(what)?;
+    let rest = if encoding == Stream::Same { base_at } else { c.position() };
+    match encoding {
+        Stream::Same => out.resize(n, base),
+        Stream::Offsets8 => unpack::<1>(c, n - 1, base, what, out)?,
+        Stream::Offsets16 => unpack::<2>(c, n - 1, base, what, out)?,
+        _ => unpack::<4>(c, n - 1, base, what, out)?,
+    }
+    Ok(StreamAt { start, first, rest, encoding })
+}
+
+/// `n` little-endian offsets of `W` bytes from `base` into `out`.
+fn unpack<const W: usize>(
+    c: &mut Cursor<'_>,
+    n: usize,
+    base: u64,
+    what: &'static str,
+    out: &mut Vec<u64>,
+) -> Result<(), DecodeError> {
+    let len = n.checked_mul(W).ok_or_else(|| c.error(what))?;
+    let bytes = c.bytes(len, what)?;
+    out.extend(bytes.chunks_exact(W).map(|chunk| {
+        let mut le = [0u8; 8];
+        le[..W].copy_from_slice(chunk);
+        base.wrapping_add(u64::from_le_bytes(le))
+    }));
+    Ok(())
+}
+
+/// Turns a stream of zigzag per-qualifier deltas in `out` into the values,
+/// order-mapped to `u64`; returns the smallest and largest (`(u64::MAX,
+/// 0)` if none).
+fn undelta(out: &mut [u64], qids: &[u32], quals: usize) -> (u64, u64) {
     let (mut min, mut max) = (u64::MAX, 0);
     if quals == 1 {
         // One column: each value is a delta from the one before.
@@ -481,7 +565,7 @@ fn decode_deltas(
             *slot = v.cast_unsigned() ^ SIGN;
             (min, max) = (min.min(*slot), max.max(*slot));
         }
-        return Ok((min, max));
+        return (min, max);
     }
     let mut base = DeltaByQualifier::new(quals);
     for (slot, &qid) in out.iter_mut().zip(qids) {
@@ -490,7 +574,7 @@ fn decode_deltas(
         *slot = v.cast_unsigned() ^ SIGN;
         (min, max) = (min.min(*slot), max.max(*slot));
     }
-    Ok((min, max))
+    (min, max)
 }
 
 /// Each entry's qualifier id, below `quals`.
@@ -499,12 +583,12 @@ fn decode_qualifier_ids(
     c: &mut Cursor<'_>,
     n: usize,
     quals: usize,
+    packed: bool,
     raw: &mut Vec<u64>,
 ) -> Result<Vec<u32>, DecodeError> {
-    let start = c.position();
-    c.varints(n, "qualifier id", raw)?;
+    let at = read_stream(c, n, packed.then_some("qualifier id"), "qualifier id", raw)?;
     if let Some(bad) = raw.iter().position(|&q| q >= quals as u64) {
-        return Err(c.error_at(c.varint_offset(start, bad), "qualifier id"));
+        return Err(c.error_at(at.offset_of(c, bad), "qualifier id"));
     }
     Ok(raw.iter().map(|&q| q as u32).collect())
 }
@@ -516,17 +600,17 @@ fn decode_values(
     c: &mut Cursor<'_>,
     qids: &[u32],
     quals: usize,
+    packed: bool,
     lens: &mut Vec<u64>,
 ) -> Result<(Field, Field, Box<[u8]>), DecodeError> {
-    let start = c.position();
-    c.varints(qids.len(), "value length", lens)?;
+    let at = read_stream(c, qids.len(), packed.then_some("value length"), "value length", lens)?;
     // Each length is at most the bytes left, under 4 GiB, and there are
     // fewer entries than bytes: their sums cannot overflow.
     let left = c.remaining() as u64;
     let (mut min_len, mut max_len) = (u64::MAX, 0);
     for (i, &len) in lens.iter().enumerate() {
         if len > left {
-            return Err(c.error_at(c.varint_offset(start, i), "value length"));
+            return Err(c.error_at(at.offset_of(c, i), "value length"));
         }
         (min_len, max_len) = (min_len.min(len), max_len.max(len));
     }
@@ -730,20 +814,86 @@ mod tests {
         ];
         let raw = encode(&entries);
         let expected: Vec<u8> = vec![
-            0x01, 0x03, 0x02, 0x02, // flags (ms), entries, rows, qualifiers
+            0x03, 0x03, 0x02, 0x02, // flags (ms, packed streams), entries, rows, qualifiers
             0x00, 0x02, b'r', b'1', 0x02, // row "r1": shares 0, suffix "r1", 2 entries
             0x01, 0x01, b'2', 0x01, // row "r2": shares 1, suffix "2", 1 entry
             0x01, b'a', 0x01, b'b', // qualifier dictionary
-            0x00, 0x00, 0x00, // kinds: put, put, put
-            0x00, 0x00, 0x01, // qualifier ids
-            0x04, 0x01, 0x00, // timestamps/1000 as zigzag deltas: 2, 1-2, 1-1
-            0x0a, 0x03, 0x02, // sequences as zigzag deltas: 5, 3-5, 4-3
-            0x01, 0x01, 0x02, // value lengths
+            0x01, 0x00, 0x00, // kinds: the first put, the others one value, put
+            0x00, 0x00, 0x00, 0x01, // qualifier ids as varints
+            0x00, 0x04, 0x01, 0x00, // timestamps/1000 as zigzag deltas: 2, 1-2, 1-1
+            0x00, 0x0a, 0x03, 0x02, // sequences as zigzag deltas: 5, 3-5, 4-3
+            0x00, 0x01, 0x01, 0x02, // value lengths
             b'x', b'y', b'z', b'z', // values, grouped by qualifier
         ];
         assert_eq!(raw, expected);
         let decoded: Vec<Entry> = DecodedBlock::decode(&raw).unwrap().entries().map(EntryRef::to_entry).collect();
         assert_eq!(decoded, entries);
+        // The same block as written before packed streams: still read.
+        let unpacked: Vec<u8> = vec![
+            0x01, 0x03, 0x02, 0x02, 0x00, 0x02, b'r', b'1', 0x02, 0x01, 0x01, b'2', 0x01, 0x01, b'a', 0x01, b'b', 0x00,
+            0x00, 0x00, // kinds as bytes
+            0x00, 0x00, 0x01, 0x04, 0x01, 0x00, 0x0a, 0x03, 0x02, 0x01, 0x01, 0x02, // the rest as varints
+            b'x', b'y', b'z', b'z',
+        ];
+        let decoded: Vec<Entry> = DecodedBlock::decode(&unpacked).unwrap().entries().map(EntryRef::to_entry).collect();
+        assert_eq!(decoded, entries);
+    }
+
+    /// The doc's column of minutes: kinds, qualifier ids, sequences and
+    /// timestamp deltas one value each, value lengths one byte each.
+    #[test]
+    fn a_column_of_minutes_packs_its_streams() {
+        let entries: Vec<Entry> = (0..1817i64)
+            .map(|m| {
+                let value = if m % 3 == 0 { "1013" } else { "951" };
+                Entry::put("asia#1001#week09".into(), "altitude".into(), (10_000 - m) * 60_000_000, 0, value.into())
+            })
+            .collect();
+        let raw = encode(&entries);
+        let dictionary = [&[0x08][..], b"altitude"].concat();
+        let at = raw.windows(dictionary.len()).position(|w| w == dictionary).unwrap() + dictionary.len();
+        // Kinds, qualifier ids: the first 0, then one value, 0. Timestamps:
+        // the first as its delta from 0, then one value, zigzag(−60,000).
+        // Sequences: 0s. Value lengths: the first 4, then 1-byte offsets from 3.
+        let mut streams = vec![0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x01];
+        crate::coding::put_zigzag(&mut streams, 10_000 * 60_000);
+        streams.extend_from_slice(&[0xbf, 0xa9, 0x07, 0x01, 0x00, 0x00, 0x02, 0x04, 0x03]);
+        assert_eq!(raw[at..at + streams.len()], streams);
+        let lengths = &raw[at + streams.len()..at + streams.len() + entries.len() - 1];
+        assert!(lengths.iter().all(|&b| b <= 1));
+        let decoded: Vec<Entry> = DecodedBlock::decode(&raw).unwrap().entries().map(EntryRef::to_entry).collect();
+        assert_eq!(decoded, entries);
+    }
+
+    /// Streams whose ranges need one, two and four bytes, or more (then
+    /// varints), with tombstones among the kinds, decode to what was written.
+    #[test]
+    fn every_stream_encoding_round_trips() {
+        for spread in [1u64, 200, 60_000, 3_000_000_000, u64::MAX >> 2] {
+            let mut entries = Vec::new();
+            for i in 0..300u64 {
+                let ts = 5_000_000i64 + (i.wrapping_mul(7919) % spread.max(2)).cast_signed() * 1000;
+                let value = vec![b'v'; (i % 4) as usize + if spread > 1000 { 300 } else { 0 }];
+                entries.push(Entry::put(
+                    format!("r{:03}", i / 3).into(),
+                    format!("q{}", i % 3).into(),
+                    ts,
+                    i,
+                    value.into(),
+                ));
+                if i % 50 == 0 {
+                    entries.push(Entry::delete_column(
+                        format!("r{:03}", i / 3).into(),
+                        format!("q{}", i % 3).into(),
+                        (0, Some(10)),
+                        i + 1,
+                    ));
+                }
+            }
+            entries.sort_by(|a, b| a.key.cmp(&b.key));
+            entries.dedup_by(|a, b| a.key == b.key);
+            assert_eq!(round_trip(&entries), entries, "spread {spread}");
+        }
     }
 
     #[test]

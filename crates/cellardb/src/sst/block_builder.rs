@@ -16,11 +16,54 @@ use std::collections::HashMap;
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::coding::{put_bytes, put_varint, put_zigzag};
+use crate::coding::{put_bytes, put_varint, zigzag};
 use crate::key::EntryRef;
 
 /// Block flag: timestamps are stored divided by 1000 (all were whole milliseconds).
 pub const FLAG_MILLIS: u8 = 1;
+
+/// Block flag: the per-entry streams (kinds included) are each stored as a
+/// tag, the first integer, and the others in one of the [`Stream`]
+/// encodings, which the tag names. Without it (blocks
+/// written before the flag existed), kinds are bytes and the other
+/// streams varints.
+pub const FLAG_PACKED_STREAMS: u8 = 2;
+
+/// How the integers of one per-entry stream after its first are stored in
+/// a block with [`FLAG_PACKED_STREAMS`]. Written to disk: never renumber.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Stream {
+    /// A varint each.
+    Varints = 0,
+    /// One varint: the value of every one.
+    Same = 1,
+    /// A varint base, then `n` offsets from it, each one byte.
+    Offsets8 = 2,
+    /// A varint base, then `n` offsets from it, each two bytes (little-endian).
+    Offsets16 = 3,
+    /// A varint base, then `n` offsets from it, each four bytes (little-endian).
+    Offsets32 = 4,
+}
+
+impl Stream {
+    /// The encoding with tag `b`, if any.
+    pub fn from_tag(b: u8) -> Option<Stream> {
+        [Stream::Varints, Stream::Same, Stream::Offsets8, Stream::Offsets16, Stream::Offsets32]
+            .into_iter()
+            .find(|s| *s as u8 == b)
+    }
+
+    /// Bytes per entry of an offsets encoding (0 for the others).
+    pub fn width(self) -> usize {
+        match self {
+            Stream::Varints | Stream::Same => 0,
+            Stream::Offsets8 => 1,
+            Stream::Offsets16 => 2,
+            Stream::Offsets32 => 4,
+        }
+    }
+}
 
 /// Dictionaries up to this size are searched by a scan, not the hash index.
 const SCANNED_QUALIFIERS: usize = 8;
@@ -47,6 +90,8 @@ pub struct BlockBuilder {
     values: Vec<u8>,
     all_millis: bool,
     estimate: usize,
+    /// Scratch for one stream at a time, kept from block to block.
+    stream: Vec<u64>,
 }
 
 impl BlockBuilder {
@@ -125,7 +170,7 @@ impl BlockBuilder {
     /// Encodes the entries added into `out` and resets the builder.
     pub fn finish(&mut self, out: &mut Vec<u8>) {
         let scale = if self.all_millis { 1000 } else { 1 };
-        out.push(if self.all_millis { FLAG_MILLIS } else { 0 });
+        out.push(FLAG_PACKED_STREAMS | if self.all_millis { FLAG_MILLIS } else { 0 });
         put_varint(out, self.kinds.len() as u64);
         put_varint(out, self.rows.len() as u64);
         put_varint(out, self.quals.len() as u64);
@@ -133,24 +178,30 @@ impl BlockBuilder {
         for id in 0..self.quals.len() {
             put_bytes(out, self.qualifier(id));
         }
-        out.extend_from_slice(&self.kinds);
-        for &qid in &self.qids {
-            put_varint(out, qid as u64);
-        }
+        let mut stream = std::mem::take(&mut self.stream);
+        stream.clear();
+        stream.extend(self.kinds.iter().map(|&k| u64::from(k)));
+        put_stream(out, &stream);
+        stream.clear();
+        stream.extend(self.qids.iter().map(|&q| q as u64));
+        put_stream(out, &stream);
+        stream.clear();
         let mut ts = DeltaByQualifier::new(self.quals.len());
-        for (&t, &qid) in self.timestamps.iter().zip(&self.qids) {
-            put_zigzag(out, ts.delta(qid, t / scale));
-        }
+        stream.extend(self.timestamps.iter().zip(&self.qids).map(|(&t, &qid)| zigzag(ts.delta(qid, t / scale))));
+        put_stream(out, &stream);
+        stream.clear();
         let mut seq = DeltaByQualifier::new(self.quals.len());
-        for (&s, &qid) in self.seqs.iter().zip(&self.qids) {
-            // Sequence numbers stay below 2^63 (docs/format/sstable.md).
-            put_zigzag(out, seq.delta(qid, s.cast_signed()));
-        }
+        // Sequence numbers stay below 2^63 (docs/format/sstable.md).
+        stream.extend(self.seqs.iter().zip(&self.qids).map(|(&s, &qid)| zigzag(seq.delta(qid, s.cast_signed()))));
+        put_stream(out, &stream);
+        stream.clear();
         let mut start = 0;
         for &end in &self.value_ends {
-            put_varint(out, (end - start) as u64);
+            stream.push((end - start) as u64);
             start = end;
         }
+        put_stream(out, &stream);
+        self.stream = stream;
         self.encode_values(out);
         self.reset();
     }
@@ -208,6 +259,53 @@ impl BlockBuilder {
         self.values.clear();
         self.estimate = 0;
     }
+}
+
+/// Appends `values` as one stream: its first value as a varint (a delta
+/// stream's first is from 0, unlike the others), then the rest as a single
+/// value, as fixed-width offsets from the smallest (which decode without a
+/// dependency from one entry to the next), or as varints where those save
+/// more than an eighth of the bytes (a few large values would widen every
+/// offset). A compacted time series stores its kinds, qualifier ids,
+/// sequence numbers and timestamp deltas as single values, and its value
+/// lengths as one byte each.
+fn put_stream(out: &mut Vec<u8>, values: &[u64]) {
+    let Some((&first, rest)) = values.split_first() else {
+        out.push(Stream::Varints as u8);
+        return;
+    };
+    let (min, max) = rest.iter().fold((u64::MAX, 0), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    let encoding = match max.wrapping_sub(min) {
+        _ if rest.is_empty() => Stream::Varints,
+        0 => Stream::Same,
+        1..=0xff => Stream::Offsets8,
+        0x100..=0xffff => Stream::Offsets16,
+        0x1_0000..=0xffff_ffff => Stream::Offsets32,
+        _ => Stream::Varints,
+    };
+    let varint_bytes: usize = rest.iter().map(|&v| varint_len(v)).sum();
+    let packed_bytes = varint_len(min) + rest.len() * encoding.width();
+    // Offsets decode faster: they are kept unless varints save more than
+    // one byte in eight.
+    let shorter_as_varints = varint_bytes + rest.len() / 8 < packed_bytes;
+    let encoding = if shorter_as_varints { Stream::Varints } else { encoding };
+    out.push(encoding as u8);
+    put_varint(out, first);
+    match encoding {
+        Stream::Varints => rest.iter().for_each(|&v| put_varint(out, v)),
+        Stream::Same => put_varint(out, min),
+        fixed => {
+            put_varint(out, min);
+            for &v in rest {
+                out.extend_from_slice(&(v - min).to_le_bytes()[..fixed.width()]);
+            }
+        }
+    }
+}
+
+/// Bytes of `v` as a varint.
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 /// Start offset of the last row in the row buffer.

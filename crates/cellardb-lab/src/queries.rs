@@ -268,7 +268,9 @@ impl Query {
 }
 
 /// Reads `plan` on `table` with cellardb's public API, handing each cell
-/// to `sink` in the order the rows come.
+/// to `sink` in the order the rows come. Rows are borrowed from the read
+/// (`ReadRows::next_borrowed`), as the RocksDB baseline hands out slices
+/// borrowed from its iterator: neither copies a cell to hand it out.
 ///
 /// # Errors
 /// The read's errors.
@@ -277,10 +279,15 @@ pub fn read_cellardb(table: &Table, plan: &Plan, sink: &mut dyn FnMut(CellRef<'_
     if plan.last_row_only {
         rows = rows.reversed().limit(1);
     }
-    for row in rows {
+    while let Some(row) = rows.next_borrowed() {
         let row = row?;
-        for (_, qualifier, cell) in row.cells() {
-            sink(CellRef { row: &row.key, qualifier, timestamp: cell.timestamp.micros(), value: &cell.value });
+        for cell in row.cells() {
+            sink(CellRef {
+                row: row.key(),
+                qualifier: cell.qualifier,
+                timestamp: cell.timestamp.micros(),
+                value: cell.value,
+            });
         }
     }
     Ok(())

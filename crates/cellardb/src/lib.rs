@@ -63,8 +63,8 @@ pub use compaction::CompactionStrategy;
 pub use db::{Db, FamilyStats, LevelStats, ReadRows, RecoveryReport, Stats, Table, TableStats};
 pub use error::{Error, Result};
 pub use model::{
-    Aggregate, BytesRegex, Cell, Column, Family, FamilySchema, Filter, GcRule, Mutation, ReadModifyWrite, Row,
-    RowRange, RowSet, TableSchema, TimeRange, Timestamp, limits,
+    Aggregate, BytesRegex, Cell, CellRef, Column, Family, FamilySchema, Filter, GcRule, Mutation, ReadModifyWrite, Row,
+    RowRange, RowRef, RowSet, TableSchema, TimeRange, Timestamp, limits,
 };
 pub use options::{Compression, Durability, Options, RecoveryMode};
 pub use wal::TornTail;

@@ -523,6 +523,8 @@ fn reversed_reads_of_wide_rows_seek_and_match_forward_reads() {
             let backward = t.read_rows(RowSet::all(), filter).reversed().limit(limit).collect_rows().unwrap();
             let n = if limit == 0 { forward.len() } else { limit.min(forward.len()) };
             assert_eq!(backward, forward[..n], "{filter:?} limit {limit}");
+            let borrowed = borrowed_rows(t.read_rows(RowSet::all(), filter).reversed().limit(limit));
+            assert_eq!(borrowed, forward[..n], "{filter:?} limit {limit}, borrowed");
         }
         let set = RowSet::new().range(RowRange::prefix("w")).key("a");
         let mut forward = t.read_rows(set.clone(), filter).collect_rows().unwrap();
@@ -544,4 +546,17 @@ fn reversed_reads_of_wide_rows_seek_and_match_forward_reads() {
     assert_eq!(latest[0].key, whole[0].key);
     assert_eq!(latest[0].cell_count(), 4, "the newest cell of each column");
     assert!(blocks_read * 4 <= blocks_of_w3, "read {blocks_read} of w3's {blocks_of_w3} blocks");
+}
+
+/// The rows of `read`, read through `next_borrowed` and made owned.
+fn borrowed_rows(mut read: cellardb::ReadRows) -> Vec<cellardb::Row> {
+    let mut rows = Vec::new();
+    while let Some(row) = read.next_borrowed() {
+        let row = row.unwrap();
+        let owned = row.to_row();
+        assert_eq!(owned.key, row.key());
+        assert_eq!(owned.cell_count(), row.cell_count());
+        rows.push(owned);
+    }
+    rows
 }

@@ -14,7 +14,7 @@ use crate::memtable::MemIter;
 use crate::model::cell::now_micros;
 use crate::model::mutation::validate_row_key;
 use crate::model::row_set::KeySpan;
-use crate::model::{Filter, Row, RowSet};
+use crate::model::{Filter, Row, RowRef, RowSet};
 use crate::read::{FamilyView, RowScanner, RowStart, Scanned};
 use crate::sst::SstIter;
 use crate::{Error, Result};
@@ -91,6 +91,56 @@ impl ReadRows {
     pub fn collect_rows(self) -> Result<Vec<Row>> {
         self.collect()
     }
+
+    /// The next row, borrowed from the read until the next call: its key
+    /// and cells are slices of the read's own buffers, so a row costs no
+    /// allocation and no copy, where [`Iterator::next`] builds an owned
+    /// [`Row`]. The same rows, in the same order, under the same limit;
+    /// the two may be mixed. [`RowRef::to_row`] makes a row owned.
+    ///
+    /// ```no_run
+    /// # fn f(t: &cellardb::Table) -> cellardb::Result<()> {
+    /// use cellardb::{Filter, RowRange, RowSet};
+    /// let mut rows = t.read_rows(RowSet::from(RowRange::prefix("us-west2#")), &Filter::pass_all());
+    /// while let Some(row) = rows.next_borrowed() {
+    ///     let row = row?;
+    ///     for cell in row.cells() {
+    ///         println!("{:?} {}:{:?} = {:?}", row.key(), cell.family, cell.qualifier, cell.value);
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As the iterator's: the first error the read meets, after which it
+    /// yields nothing more.
+    pub fn next_borrowed(&mut self) -> Option<Result<RowRef<'_>>> {
+        match self.advance() {
+            Ok(true) => self.holder().map(|scanner| Ok(scanner.row_ref())),
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    /// Moves the read to its next row, which the scanner [`ReadRows::holder`]
+    /// gives then holds; false at the end (or past the limit).
+    fn advance(&mut self) -> Result<bool> {
+        if self.done || self.limit.is_some_and(|n| self.returned >= n) {
+            return Ok(false);
+        }
+        let found = self.find_row();
+        match found {
+            Ok(true) => self.returned += 1,
+            Ok(false) | Err(_) => self.done = true,
+        }
+        found
+    }
+
+    /// The scanner holding the row the read last moved to.
+    fn holder(&mut self) -> Option<&mut RowScanner> {
+        let s = self.started.as_mut()?;
+        if s.in_forward { s.forward.as_mut() } else { s.scanner.as_mut() }
+    }
 }
 
 /// A read's snapshot and progress.
@@ -108,35 +158,38 @@ struct Started {
     /// Rows out of the span's merge; made for the first span and moved on
     /// from span to span.
     scanner: Option<RowScanner>,
+    /// A row a reversed read found too wide to gather backwards, read
+    /// forward ([`Scanned::Wide`]).
+    forward: Option<RowScanner>,
+    /// Whether `forward` holds the row last found, rather than `scanner`.
+    in_forward: bool,
 }
 
 impl Iterator for ReadRows {
     type Item = Result<Row>;
 
     fn next(&mut self) -> Option<Result<Row>> {
-        if self.done || self.limit.is_some_and(|n| self.returned >= n) {
-            return None;
+        match self.advance() {
+            Ok(true) => self.holder().map(|scanner| Ok(scanner.take_row())),
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
         }
-        let result = self.next_row();
-        match &result {
-            Ok(Some(_)) => self.returned += 1,
-            Ok(None) | Err(_) => self.done = true,
-        }
-        result.transpose()
     }
 }
 
 impl ReadRows {
-    fn next_row(&mut self) -> Result<Option<Row>> {
+    /// Finds the next row; false once the spans are exhausted.
+    fn find_row(&mut self) -> Result<bool> {
         if self.started.is_none() {
             self.started = Some(self.start()?);
         }
         let reverse = self.reverse;
         let filter = &self.filter;
-        let Some(s) = self.started.as_mut() else { return Ok(None) };
+        let Some(s) = self.started.as_mut() else { return Ok(false) };
+        s.in_forward = false;
         loop {
             if s.span.is_none() {
-                let Some(span) = s.spans.pop_front() else { return Ok(None) };
+                let Some(span) = s.spans.pop_front() else { return Ok(false) };
                 let start = if reverse { None } else { s.row_start.as_ref() };
                 let merge = merge_span(&s.sv, &s.families, &span, start, reverse, &self.table)?;
                 if let Some(scanner) = &mut s.scanner {
@@ -147,9 +200,9 @@ impl ReadRows {
                 }
                 s.span = Some(span);
             }
-            let Some(scanner) = s.scanner.as_mut() else { return Ok(None) };
+            let Some(scanner) = s.scanner.as_mut() else { return Ok(false) };
             match scanner.next_row()? {
-                Scanned::Row(row) => return Ok(Some(row)),
+                Scanned::Row => return Ok(true),
                 Scanned::End => s.span = None,
                 Scanned::Wide(key) => {
                     // What is left of the span lies below the wide row: a
@@ -158,8 +211,9 @@ impl ReadRows {
                     if let Some(span) = s.span.take() {
                         s.spans.push_front(KeySpan { lo: span.lo, hi: Some(key.clone()) });
                     }
-                    if let Some(row) = read_forward(s, &self.table, key, filter)? {
-                        return Ok(Some(row));
+                    if read_forward(s, &self.table, key, filter)? {
+                        s.in_forward = true;
+                        return Ok(true);
                     }
                 }
             }
@@ -197,22 +251,23 @@ impl ReadRows {
             spans,
             span: None,
             scanner: None,
+            forward: None,
+            in_forward: false,
         })
     }
 }
 
 /// Row `key` of `table` read forward from read `s`'s snapshot, so that the
-/// filter can seek within it.
-fn read_forward(s: &Started, table: &Table, key: Bytes, filter: &Arc<Filter>) -> Result<Option<Row>> {
+/// filter can seek within it, into `s.forward`; false if it has no cell the
+/// filter keeps.
+fn read_forward(s: &mut Started, table: &Table, key: Bytes, filter: &Arc<Filter>) -> Result<bool> {
     let mut hi = key.to_vec();
     hi.push(0);
     let span = KeySpan { lo: key, hi: Some(Bytes::from(hi)) };
     let merge = merge_span(&s.sv, &s.families, &span, s.row_start.as_ref(), false, table)?;
-    let mut scanner = RowScanner::new(merge, s.families.clone(), filter.clone(), s.snapshot, s.now, false);
-    match scanner.next_row()? {
-        Scanned::Row(row) => Ok(Some(row)),
-        Scanned::End | Scanned::Wide(_) => Ok(None),
-    }
+    let scanner =
+        s.forward.insert(RowScanner::new(merge, s.families.clone(), filter.clone(), s.snapshot, s.now, false));
+    Ok(matches!(scanner.next_row()?, Scanned::Row))
 }
 
 /// Every source of `span` for every family read, merged. A forward read

@@ -40,6 +40,6 @@ pub use mutation::{Mutation, limits};
 pub use range_drop::RangeDrop;
 pub use re2::BytesRegex;
 pub use rmw::ReadModifyWrite;
-pub use row::{Cell, Column, Family, Row};
+pub use row::{Cell, CellRef, Column, Family, Row, RowRef};
 pub use row_set::{RowRange, RowSet};
 pub use schema::{FamilyMeta, FamilySchema, TableMeta, TableSchema};

@@ -11,11 +11,13 @@
 //! rows. A wide row's cells do not each repeat their qualifier.
 
 use std::fmt;
+use std::ops::Range;
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use super::Timestamp;
+use super::filter::RowCell;
 
 /// A row: its key and its cells grouped by family and column.
 #[derive(Clone)]
@@ -172,6 +174,45 @@ impl Row {
         Row { key, names, columns, cells }
     }
 
+    /// The row of `cells`, in model order, whose key and byte ranges are
+    /// in `buffer`: columns found where qualifiers change, values sliced
+    /// out of the one buffer.
+    pub(crate) fn from_cells(
+        buffer: &Bytes,
+        key: Range<usize>,
+        names: Arc<Vec<String>>,
+        cells: impl ExactSizeIterator<Item = RowCell>,
+    ) -> Row {
+        let mut columns: Option<Columns> = None;
+        let mut row_cells = Vec::with_capacity(cells.len());
+        let mut last_qualifier = 0..0;
+        for c in cells {
+            let end = u32::try_from(row_cells.len() + 1).unwrap_or(u32::MAX);
+            match Columns::last_mut(&mut columns) {
+                // A gather stores a column's qualifier once for its entries.
+                Some(run)
+                    if run.family == c.family
+                        && (last_qualifier == c.qualifier
+                            || buffer[last_qualifier.clone()] == buffer[c.qualifier.clone()]) =>
+                {
+                    run.end = end;
+                }
+                _ => {
+                    let qualifier = buffer.slice(c.qualifier.clone());
+                    Columns::push(&mut columns, ColumnRun { family: c.family, qualifier, end });
+                    last_qualifier = c.qualifier;
+                }
+            }
+            row_cells.push(Cell {
+                timestamp: Timestamp::from_micros(c.timestamp),
+                value: buffer.slice(c.value),
+                labels: c.labels,
+            });
+        }
+        let columns = columns.unwrap_or(Columns::Many(Vec::new()));
+        Row::new(buffer.slice(key), names, columns, row_cells)
+    }
+
     /// Families with at least one cell, in name order.
     pub fn families(&self) -> impl Iterator<Item = Family<'_>> {
         let runs = self.columns.as_slice();
@@ -223,6 +264,79 @@ impl Row {
     /// Number of cells in the row.
     pub fn cell_count(&self) -> usize {
         self.cells.len()
+    }
+}
+
+/// A row borrowed from a read ([`crate::ReadRows::next_borrowed`]), valid
+/// until the read moves on: its key, and its cells in model order (families
+/// by name, columns by qualifier, newest first), as slices of the read's
+/// own buffers. It costs no allocation; [`RowRef::to_row`] copies it into
+/// an owned [`Row`].
+#[derive(Clone, Copy)]
+pub struct RowRef<'r> {
+    key: &'r [u8],
+    names: &'r Arc<Vec<String>>,
+    cells: &'r [RowCell],
+    /// The bytes the cells' qualifier and value ranges point into.
+    bytes: &'r [u8],
+}
+
+/// One cell of a [`RowRef`], borrowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CellRef<'r> {
+    /// Family name.
+    pub family: &'r str,
+    /// Column qualifier.
+    pub qualifier: &'r [u8],
+    /// When the cell was written.
+    pub timestamp: Timestamp,
+    /// The value.
+    pub value: &'r [u8],
+    /// Labels added by `apply_label` filters.
+    pub labels: &'r [String],
+}
+
+impl<'r> RowRef<'r> {
+    pub(crate) fn new(key: &'r [u8], names: &'r Arc<Vec<String>>, cells: &'r [RowCell], bytes: &'r [u8]) -> Self {
+        RowRef { key, names, cells, bytes }
+    }
+
+    /// Row key.
+    pub fn key(&self) -> &'r [u8] {
+        self.key
+    }
+
+    /// Number of cells in the row.
+    pub fn cell_count(&self) -> usize {
+        self.cells.len()
+    }
+
+    /// Every cell, in model order.
+    pub fn cells(&self) -> impl Iterator<Item = CellRef<'r>> + use<'r> {
+        let (names, bytes) = (self.names, self.bytes);
+        self.cells.iter().map(move |c| CellRef {
+            family: names.get(usize::from(c.family)).map_or("", String::as_str),
+            qualifier: bytes.get(c.qualifier.clone()).unwrap_or_default(),
+            timestamp: Timestamp::from_micros(c.timestamp),
+            value: bytes.get(c.value.clone()).unwrap_or_default(),
+            labels: &c.labels,
+        })
+    }
+
+    /// The row, owned: its key and bytes copied into one buffer.
+    pub fn to_row(&self) -> Row {
+        let mut buffer = BytesMut::with_capacity(self.bytes.len() + self.key.len());
+        buffer.extend_from_slice(self.bytes);
+        buffer.extend_from_slice(self.key);
+        let key = self.bytes.len()..buffer.len();
+        Row::from_cells(&buffer.freeze(), key, Arc::clone(self.names), self.cells.iter().cloned())
+    }
+}
+
+/// Shows the row as [`RowRef::to_row`] would.
+impl fmt::Debug for RowRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.to_row(), f)
     }
 }
 

@@ -13,8 +13,7 @@ use crate::iter::{Gather, MergingIter, RowGather, Skipper};
 use crate::model::assemble::{Assembler, FamilyRules, LiveCell};
 use crate::model::filter::{Filter, RowCell, RowView};
 use crate::model::range_drop::dropped_below;
-use crate::model::row::{ColumnRun, Columns};
-use crate::model::{Aggregate, Cell, GcRule, RangeDrop, Row, Timestamp};
+use crate::model::{Aggregate, GcRule, RangeDrop, Row, RowRef};
 
 /// A family as one read sees it; its index in the read's list is its rank.
 #[derive(Debug, Clone)]
@@ -39,8 +38,9 @@ pub(crate) const WIDE_ROW_ENTRIES: usize = 128;
 
 /// What a scanner found next.
 pub(crate) enum Scanned {
-    /// A row.
-    Row(Row),
+    /// A row, held by the scanner until it moves on
+    /// ([`RowScanner::take_row`], [`RowScanner::row_ref`]).
+    Row,
     /// The key of a row a reversed read found too wide to gather
     /// backwards; the scanner is left inside it, and is done with.
     Wide(Bytes),
@@ -121,13 +121,25 @@ impl RowScanner {
             cells.extend(live.iter().map(|c| self.row_cell(c)));
             self.live = live;
             let view = RowView { key: self.row.key(), families: &self.names, bytes: self.row.bytes() };
-            let mut cells = self.filter.apply(&view, cells);
-            let row = (!cells.is_empty()).then(|| self.group(&mut cells));
-            self.cells = cells;
-            if let Some(row) = row {
-                return Ok(Scanned::Row(row));
+            self.cells = self.filter.apply(&view, cells);
+            if !self.cells.is_empty() {
+                return Ok(Scanned::Row);
             }
         }
+    }
+
+    /// The row [`RowScanner::next_row`] found, borrowed from the scanner.
+    pub fn row_ref(&self) -> RowRef<'_> {
+        RowRef::new(self.row.key(), &self.names, &self.cells, self.row.bytes())
+    }
+
+    /// The row [`RowScanner::next_row`] found, owned: its bytes move out of
+    /// the scanner's buffer without a copy.
+    pub fn take_row(&mut self) -> Row {
+        let mut cells = std::mem::take(&mut self.cells);
+        let row = self.group(&mut cells);
+        self.cells = cells;
+        row
     }
 
     /// The indices of the live cells of the gathered row, family by family.
@@ -173,33 +185,6 @@ impl RowScanner {
     fn group(&mut self, cells: &mut Vec<RowCell>) -> Row {
         let key = self.row.append_key();
         let buffer = self.row.take_bytes();
-        let mut columns: Option<Columns> = None;
-        let mut row_cells = Vec::with_capacity(cells.len());
-        let mut last_qualifier = 0..0;
-        for c in cells.drain(..) {
-            let end = u32::try_from(row_cells.len() + 1).unwrap_or(u32::MAX);
-            match Columns::last_mut(&mut columns) {
-                // A gather stores a column's qualifier once for its entries.
-                Some(run)
-                    if run.family == c.family
-                        && (last_qualifier == c.qualifier
-                            || buffer[last_qualifier.clone()] == buffer[c.qualifier.clone()]) =>
-                {
-                    run.end = end;
-                }
-                _ => {
-                    let qualifier = buffer.slice(c.qualifier.clone());
-                    Columns::push(&mut columns, ColumnRun { family: c.family, qualifier, end });
-                    last_qualifier = c.qualifier;
-                }
-            }
-            row_cells.push(Cell {
-                timestamp: Timestamp::from_micros(c.timestamp),
-                value: buffer.slice(c.value),
-                labels: c.labels,
-            });
-        }
-        let columns = columns.unwrap_or(Columns::Many(Vec::new()));
-        Row::new(buffer.slice(key), Arc::clone(&self.names), columns, row_cells)
+        Row::from_cells(&buffer, key, Arc::clone(&self.names), cells.drain(..))
     }
 }

@@ -249,18 +249,43 @@ impl Skipper for Seeker {
     fn step(&mut self, rank: u16, e: &EntryRef<'_>) -> Step {
         match self.jump(rank, e) {
             None => Step::Take,
-            Some(target) => {
+            Some(jump) => {
                 let column = self.column.get_or_insert_with(ColumnState::default);
                 column.dropped += 1;
-                if column.dropped <= STEPS_BEFORE_SEEK { Step::Drop } else { Step::Seek(target) }
+                if column.dropped <= STEPS_BEFORE_SEEK {
+                    Step::Drop
+                } else {
+                    Step::Seek(self.target(jump, e.qualifier))
+                }
             }
         }
     }
 }
 
+/// Where a read may jump from an entry it does not take; the key is made
+/// only if it does jump (most such entries are stepped over).
+#[derive(Debug, Clone, Copy)]
+enum Jump {
+    /// The column is rejected: [`Seeker::next_candidate`].
+    NextCandidate,
+    /// The column has nothing more to give: [`Seeker::after_column`].
+    AfterColumn,
+    /// To the column's first cell older than this end: [`Seeker::before`].
+    Before(i64),
+}
+
 impl Seeker {
+    /// The key `jump` goes to from an entry of column `qualifier`.
+    fn target(&self, jump: Jump, qualifier: &[u8]) -> InternalKey {
+        match jump {
+            Jump::NextCandidate => self.next_candidate(qualifier),
+            Jump::AfterColumn => self.after_column(qualifier),
+            Jump::Before(end) => self.before(qualifier, end),
+        }
+    }
+
     /// `None` to take `e`; otherwise where the read may jump to.
-    fn jump(&mut self, rank: u16, e: &EntryRef<'_>) -> Option<InternalKey> {
+    fn jump(&mut self, rank: u16, e: &EntryRef<'_>) -> Option<Jump> {
         let family = self.families.get(usize::from(rank))?;
         let (unversioned, dropped) = (family.unversioned, family.dropped);
         if e.kind == EntryKind::DeleteFamily {
@@ -278,13 +303,13 @@ impl Seeker {
             return None;
         }
         if !column.kept {
-            return Some(self.next_candidate(e.qualifier));
+            return Some(Jump::NextCandidate);
         }
         if e.timestamp < start {
-            return Some(self.after_column(e.qualifier));
+            return Some(Jump::AfterColumn);
         }
         if let Some(end) = end.filter(|&end| e.timestamp >= end && unversioned) {
-            return Some(self.before(e.qualifier, end));
+            return Some(Jump::Before(end));
         }
         if e.seq > snapshot {
             return None;
@@ -297,6 +322,6 @@ impl Seeker {
             column.last_ts = Some(e.timestamp);
             column.distinct += 1;
         }
-        (column.distinct > n).then(|| self.after_column(e.qualifier))
+        (column.distinct > n).then_some(Jump::AfterColumn)
     }
 }

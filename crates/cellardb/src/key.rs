@@ -60,7 +60,7 @@ impl EntryKind {
     }
 
     /// (group, sub) of the ordering above.
-    fn rank(self) -> (u8, u8) {
+    pub(crate) fn rank(self) -> (u8, u8) {
         match self {
             EntryKind::DeleteFamily => (0, 0),
             EntryKind::DeleteColumn => (1, 0),

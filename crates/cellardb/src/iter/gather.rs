@@ -55,6 +55,19 @@ pub(crate) enum Gather {
     End,
 }
 
+/// When a gather gives up on a row ([`Gather::TooWide`]): past this many
+/// entries, or this many of one column in a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Cap {
+    pub entries: usize,
+    pub column_run: usize,
+}
+
+impl Cap {
+    /// No cap: every row is gathered whole.
+    pub const NONE: Cap = Cap { entries: usize::MAX, column_run: usize::MAX };
+}
+
 /// Capacity of a new row buffer. Rows handed out are split off the front
 /// of one buffer ([`RowGather::take_bytes`]), so rows of a few hundred
 /// bytes share an allocation instead of making one each; a row kept
@@ -91,19 +104,19 @@ impl RowGather {
         reverse: bool,
         skipper: Option<&mut dyn Skipper>,
     ) -> Result<bool> {
-        Ok(matches!(self.gather(merge, reverse, skipper, usize::MAX)?, Gather::Row))
+        Ok(matches!(self.gather(merge, reverse, skipper, Cap::NONE)?, Gather::Row))
     }
 
-    /// [`RowGather::next_row_skipping`], giving up on a row of more than
-    /// `cap` entries: then only its key is kept ([`RowGather::key`]) and
-    /// the merge is left inside the row. A reversed read cannot seek within
-    /// a row, so it reads a wide row forward instead.
+    /// [`RowGather::next_row_skipping`], giving up on a row past `cap`:
+    /// then only its key is kept ([`RowGather::key`]) and the merge is left
+    /// inside the row. A reversed read cannot seek within a row, so it
+    /// reads a wide row forward instead.
     pub fn next_row_capped<S: EntrySource + ?Sized>(
         &mut self,
         merge: &mut MergingIter<S>,
         reverse: bool,
         skipper: Option<&mut dyn Skipper>,
-        cap: usize,
+        cap: Cap,
     ) -> Result<Gather> {
         self.gather(merge, reverse, skipper, cap)
     }
@@ -113,7 +126,7 @@ impl RowGather {
         merge: &mut MergingIter<S>,
         reverse: bool,
         mut skipper: Option<&mut dyn Skipper>,
-        cap: usize,
+        cap: Cap,
     ) -> Result<Gather> {
         self.entries.clear();
         self.bytes.clear();
@@ -128,6 +141,8 @@ impl RowGather {
         // The first entry is of the row by definition: one comparison of
         // keys fewer per row, which counts where rows hold one cell.
         let mut first = true;
+        // Entries of one column in a row, the last taken among them.
+        let mut column_run = 0;
         while let Some((rank, e)) = merge.current() {
             if !first && e.row != self.key.as_slice() {
                 break;
@@ -151,14 +166,25 @@ impl RowGather {
                     continue;
                 }
             }
-            if self.entries.len() == cap {
+            if self.entries.len() == cap.entries {
                 self.entries.clear();
                 self.bytes.clear();
                 return Ok(Gather::TooWide);
             }
             let qualifier = match self.entries.last() {
-                Some(prev) if &self.bytes[prev.qualifier.clone()] == e.qualifier => prev.qualifier.clone(),
-                _ => append(&mut self.bytes, e.qualifier),
+                Some(prev) if &self.bytes[prev.qualifier.clone()] == e.qualifier => {
+                    column_run += 1;
+                    if column_run == cap.column_run {
+                        self.entries.clear();
+                        self.bytes.clear();
+                        return Ok(Gather::TooWide);
+                    }
+                    prev.qualifier.clone()
+                }
+                _ => {
+                    column_run = 1;
+                    append(&mut self.bytes, e.qualifier)
+                }
             };
             let value = append(&mut self.bytes, e.value);
             self.entries.push(Gathered { rank, qualifier, value, timestamp: e.timestamp, seq: e.seq, kind: e.kind });

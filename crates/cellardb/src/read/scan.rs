@@ -9,7 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::Result;
-use crate::iter::{Gather, MergingIter, RowGather, Skipper};
+use crate::iter::{Cap, Gather, MergingIter, RowGather, Skipper};
 use crate::model::assemble::{Assembler, FamilyRules, LiveCell};
 use crate::model::filter::{Filter, RowCell, RowView};
 use crate::model::range_drop::dropped_below;
@@ -35,6 +35,13 @@ pub(crate) struct FamilyView {
 /// seek; for a narrow row, the entries already gathered are cheaper than
 /// setting up another merge.
 pub(crate) const WIDE_ROW_ENTRIES: usize = 128;
+
+/// Entries of one column in a row after which a reversed read whose filter
+/// can seek gives up on gathering the row backwards: a column this long is
+/// a history the forward read jumps through (a week of minutes) rather
+/// than a row of many short columns (an hour of events, one a column),
+/// which it would read whole either way.
+pub(crate) const WIDE_COLUMN_ENTRIES: usize = 16;
 
 /// What a scanner found next.
 pub(crate) enum Scanned {
@@ -64,6 +71,8 @@ pub(crate) struct RowScanner {
     cells: Vec<RowCell>,
     /// Jumps over what the filter drops anyway (forward reads only).
     seeker: Option<super::Seeker>,
+    /// Whether a forward read of a row could jump within it.
+    seekable: bool,
 }
 
 impl RowScanner {
@@ -76,6 +85,7 @@ impl RowScanner {
         reverse: bool,
     ) -> Self {
         let names = Arc::new(families.iter().map(|f| f.name.clone()).collect());
+        let seekable = filter.has_head();
         let seeker = if reverse { None } else { super::Seeker::new(&filter, &families, snapshot) };
         RowScanner {
             merge,
@@ -90,6 +100,7 @@ impl RowScanner {
             assembler: Assembler::default(),
             cells: Vec::new(),
             seeker,
+            seekable,
         }
     }
 
@@ -103,7 +114,11 @@ impl RowScanner {
     /// filter; in a reversed read, the key of a row too wide to gather
     /// backwards instead ([`WIDE_ROW_ENTRIES`]).
     pub fn next_row(&mut self) -> Result<Scanned> {
-        let cap = if self.reverse { WIDE_ROW_ENTRIES } else { usize::MAX };
+        let cap = match (self.reverse, self.seekable) {
+            (false, _) => Cap::NONE,
+            (true, false) => Cap { entries: WIDE_ROW_ENTRIES, column_run: usize::MAX },
+            (true, true) => Cap { entries: WIDE_ROW_ENTRIES, column_run: WIDE_COLUMN_ENTRIES },
+        };
         loop {
             let skipper = self.seeker.as_mut().map(|s| s as &mut dyn Skipper);
             match self.row.next_row_capped(&mut self.merge, self.reverse, skipper, cap)? {

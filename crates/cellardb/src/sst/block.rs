@@ -18,7 +18,9 @@
 use super::block_builder::{DeltaByQualifier, FLAG_MILLIS, FLAG_PACKED_STREAMS, Stream};
 use crate::cache::Charge;
 use crate::coding::{Cursor, DecodeError, unzigzag};
-use crate::key::{EntryKind, EntryRef, InternalKey, MAX_ROW_KEY, compare_parts, is_range_end};
+use std::cmp::Ordering;
+
+use crate::key::{EntryKind, EntryRef, InternalKey, MAX_ROW_KEY, is_range_end};
 
 /// Per-entry unsigned integers in the narrowest width that holds the largest.
 #[derive(Debug)]
@@ -310,27 +312,48 @@ impl DecodedBlock {
     /// Index of the first entry not less than `key` (`inclusive`) or greater
     /// than `key` (`!inclusive`). The block's rows are distinct and in
     /// order, so the search finds the row among them first, comparing row
-    /// keys only, and then the entry within the row's run.
+    /// keys only, and then the entry within the row's run, comparing the
+    /// rest of the key field by field without locating whole entries.
     pub(crate) fn seek(&self, key: &InternalKey, inclusive: bool) -> usize {
-        let row = partition_point(0, self.row_ends.len(), |r| nth(&self.row_bytes, &self.row_ends, r) < &key.row[..]);
-        let row_id = row as u64;
-        let start = partition_point(0, self.len, |i| self.row_of.get(i) < row_id);
-        if row == self.row_ends.len() || nth(&self.row_bytes, &self.row_ends, row) != &key.row[..] {
+        let rows = self.row_ends.len();
+        let row = partition_point(0, rows, |r| nth(&self.row_bytes, &self.row_ends, r) < &key.row[..]);
+        let (start, end) = if rows == 1 {
+            // A block inside one wide row (the common case of a seek): its
+            // entries are all the row's.
+            if row == 1 { (self.len, self.len) } else { (0, self.len) }
+        } else {
+            let row_id = row as u64;
+            let start = partition_point(0, self.len, |i| self.row_of.get(i) < row_id);
+            (start, partition_point(start, self.len, |i| self.row_of.get(i) == row_id))
+        };
+        if row == rows || nth(&self.row_bytes, &self.row_ends, row) != &key.row[..] {
             return start;
         }
-        let target = (&key.row[..], &key.qualifier[..], key.timestamp, key.seq, key.kind);
         let below = |i: usize| {
-            self.entry(i).is_some_and(|e| {
-                let ord = compare_parts((e.row, e.qualifier, e.timestamp, e.seq, e.kind), target);
-                if inclusive { ord.is_lt() } else { ord.is_le() }
-            })
+            let ord = self.cmp_in_row(i, key);
+            if inclusive { ord.is_lt() } else { ord.is_le() }
         };
         // A read starts at its row's first key: settled by one comparison.
         if !below(start) {
             return start;
         }
-        let end = partition_point(start, self.len, |i| self.row_of.get(i) == row_id);
         partition_point(start + 1, end, below)
+    }
+
+    /// Entry `i` against `key`, whose row is entry `i`'s.
+    #[allow(clippy::cast_possible_truncation, reason = "kind tags and qualifier ids were checked at decode")]
+    fn cmp_in_row(&self, i: usize, key: &InternalKey) -> Ordering {
+        let kind = EntryKind::from_tag(self.kinds.get(i) as u8).unwrap_or(EntryKind::Put);
+        let qualifier = nth(&self.qualifier_bytes, &self.qualifier_ends, self.qualifier_of.get(i) as usize);
+        let timestamp = || (self.timestamps.get(i) ^ SIGN).cast_signed() * self.scale;
+        let (group, sub) = kind.rank();
+        let (key_group, key_sub) = key.kind.rank();
+        group
+            .cmp(&key_group)
+            .then_with(|| qualifier.cmp(&key.qualifier[..]))
+            .then(sub.cmp(&key_sub))
+            .then_with(|| key.timestamp.cmp(&timestamp()))
+            .then_with(|| key.seq.cmp(&(self.seqs.get(i) ^ SIGN)))
     }
 
     /// Decodes the raw (decompressed) block `raw`.
@@ -706,36 +729,53 @@ mod tests {
 
     #[test]
     fn a_seek_lands_where_a_scan_would() {
-        // Rows of one to four entries, and targets on every entry, between
-        // rows, before the first and after the last.
-        let mut entries = Vec::new();
+        // A block of rows of one to four entries, and one of a single wide
+        // row; targets on every entry, between entries and rows, before the
+        // first and after the last.
+        let mut many = Vec::new();
         for r in 0..20u32 {
             let row = format!("r{:02}", r * 2);
             for q in 0..=(r % 4) {
-                entries.push(Entry::put(
-                    row.clone().into(),
-                    format!("q{q}").into(),
-                    1000 * i64::from(q),
-                    5,
+                many.push(Entry::put(row.clone().into(), format!("q{q}").into(), 1000 * i64::from(q), 5, "v".into()));
+            }
+            if r % 5 == 0 {
+                many.push(Entry::delete_family(row.clone().into(), 9));
+            }
+        }
+        let mut wide = vec![Entry::delete_family("r20".into(), 9)];
+        for q in 0..4u32 {
+            let column = format!("q{q}");
+            wide.push(Entry::delete_column("r20".into(), column.clone().into(), (0, Some(500)), 8));
+            for t in 0..30i64 {
+                wide.push(Entry::put(
+                    "r20".into(),
+                    column.clone().into(),
+                    1000 * t,
+                    7 - (t % 3).cast_unsigned(),
                     "v".into(),
                 ));
             }
-            if r % 5 == 0 {
-                entries.push(Entry::delete_family(row.clone().into(), 9));
+        }
+        for mut entries in [many, wide] {
+            entries.sort_by(|a, b| a.key.cmp(&b.key));
+            let block = DecodedBlock::decode(&encode(&entries)).unwrap();
+            let mut targets: Vec<InternalKey> = entries.iter().map(|e| e.key.clone()).collect();
+            for e in &entries {
+                let mut between = e.key.clone();
+                between.timestamp -= 1;
+                targets.push(between);
             }
-        }
-        entries.sort_by(|a, b| a.key.cmp(&b.key));
-        let block = DecodedBlock::decode(&encode(&entries)).unwrap();
-        let mut targets: Vec<InternalKey> = entries.iter().map(|e| e.key.clone()).collect();
-        for r in 0..=40u32 {
-            targets.push(InternalKey::first_of_row(format!("r{r:02}").into()));
-            targets.push(InternalKey::first_of_row(format!("r{r:02}~").into()));
-        }
-        targets.push(InternalKey::first_of_row("a".into()));
-        for t in &targets {
-            for inclusive in [true, false] {
-                let scan = entries.iter().position(|e| if inclusive { e.key >= *t } else { e.key > *t });
-                assert_eq!(block.seek(t, inclusive), scan.unwrap_or(entries.len()), "{t:?} inclusive {inclusive}");
+            for r in 0..=40u32 {
+                targets.push(InternalKey::first_of_row(format!("r{r:02}").into()));
+                targets.push(InternalKey::first_of_row(format!("r{r:02}~").into()));
+            }
+            targets.push(InternalKey::first_of_row("a".into()));
+            for t in &targets {
+                for inclusive in [true, false] {
+                    let scan = entries.iter().position(|e| if inclusive { e.key >= *t } else { e.key > *t });
+                    let want = scan.unwrap_or(entries.len());
+                    assert_eq!(block.seek(t, inclusive), want, "{t:?} inclusive {inclusive}");
+                }
             }
         }
     }

@@ -100,11 +100,9 @@ impl SstIter {
             self.check_bounds();
             return Ok(());
         }
-        // Past this block: seek from the index, as a new lower bound would.
-        let lo = std::mem::replace(&mut self.lo, Bound::Included(target.clone()));
-        let sought = self.seek_first();
-        self.lo = lo;
-        sought
+        // Past this block: seek from the index, as a new lower bound would,
+        // searching from the next block on (a seek goes forward).
+        self.position_at(Bound::Included(target), self.block_idx + 1)
     }
 
     /// Moves to the next entry in the iterator's direction.
@@ -161,19 +159,29 @@ impl SstIter {
     }
 
     fn seek_first(&mut self) -> Result<()> {
+        let lo = std::mem::replace(&mut self.lo, Bound::Unbounded);
+        let positioned = self.position_at(lo.as_ref(), 0);
+        self.lo = lo;
+        positioned
+    }
+
+    /// Moves to the first entry at or after `lo`, whose block is at index
+    /// `from` or later: the index is searched from there, a few blocks at a
+    /// time and then by halves, since a seek mostly lands near.
+    fn position_at(&mut self, lo: Bound<&InternalKey>, from: usize) -> Result<()> {
         self.block = None;
         let index = self.reader.index();
-        let i = match &self.lo {
+        let i = match lo {
             Bound::Unbounded => 0,
-            Bound::Included(k) => index.partition_point(|e| e.last_key < *k),
-            Bound::Excluded(k) => index.partition_point(|e| e.last_key <= *k),
+            Bound::Included(k) => gallop(index, from, |e| e.last_key < *k),
+            Bound::Excluded(k) => gallop(index, from, |e| e.last_key <= *k),
         };
         if i >= index.len() {
             return Ok(());
         }
         self.load(i)?;
         let Some(block) = &self.block else { return Ok(()) };
-        self.pos = match &self.lo {
+        self.pos = match lo {
             Bound::Unbounded => 0,
             Bound::Included(k) => block.seek(k, true),
             Bound::Excluded(k) => block.seek(k, false),
@@ -277,5 +285,38 @@ impl EntrySource for SstIter {
 
     fn seek(&mut self, target: &InternalKey) -> Result<()> {
         SstIter::seek(self, target)
+    }
+}
+
+/// The first index at or after `from` whose item `below` turns down, where
+/// `below` holds for every item before `from` and, past the first it turns
+/// down, for none: steps of 1, 2, 4... from `from`, then halves.
+fn gallop<T>(items: &[T], from: usize, below: impl Fn(&T) -> bool) -> usize {
+    let (mut lo, mut step) = (from.min(items.len()), 1);
+    while lo < items.len() && below(&items[lo]) {
+        let next = (lo + step).min(items.len());
+        if next == items.len() || !below(&items[next]) {
+            // The answer is in (lo, next].
+            return lo + 1 + items[lo + 1..next].partition_point(&below);
+        }
+        (lo, step) = (next, step * 2);
+    }
+    lo
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gallop;
+
+    #[test]
+    fn galloping_finds_what_a_binary_search_finds() {
+        for len in 0..40usize {
+            let items: Vec<usize> = (0..len).collect();
+            for split in 0..=len {
+                for from in 0..=split {
+                    assert_eq!(gallop(&items, from, |&x| x < split), split, "len {len} split {split} from {from}");
+                }
+            }
+        }
     }
 }

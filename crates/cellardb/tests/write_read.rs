@@ -560,3 +560,60 @@ fn borrowed_rows(mut read: cellardb::ReadRows) -> Vec<cellardb::Row> {
     }
     rows
 }
+
+/// A read of many keys and ranges moves one set of sources from span to
+/// span: it returns what reading each key or range alone returns, with
+/// rows spread over the memtable and files (some rows only in a file its
+/// bloom filter turns down for the others, deletes in newer files, cells
+/// rewritten in the memtable), under filters that let a read start inside
+/// a row and filters that do not, with limits, through both ways of
+/// reading rows.
+#[test]
+fn a_read_of_many_keys_gives_what_each_key_gives_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = cellardb::Options::default().block_size(256).open(dir.path()).unwrap();
+    let t = db.create_table("t", [("a", GcRule::none()), ("b", GcRule::max_versions(2))]).unwrap();
+    let write = |row: String, ms: i64, v: &str| {
+        let cells = ["p", "q"].map(|q| Mutation::set_cell("a", q, ms * 1000, format!("{row}-{q}-{v}")));
+        t.mutate_row(&row, cells.into_iter().chain([Mutation::set_cell("b", "q", ms * 1000, v)])).unwrap();
+    };
+    for r in (0..60).step_by(2) {
+        for ms in 1..=20 {
+            write(format!("r{r:02}"), ms, "old");
+        }
+    }
+    db.flush().unwrap();
+    for r in (1..60).step_by(6) {
+        write(format!("r{r:02}"), 5, "odd");
+    }
+    t.mutate_row("r10", [Mutation::delete_from_column("a", "q", TimeRange::new(3000, 9000))]).unwrap();
+    t.mutate_row("r20", [Mutation::delete_from_family("a")]).unwrap();
+    t.mutate_row("r30", [Mutation::delete_from_row()]).unwrap();
+    db.flush().unwrap();
+    for r in (0..60).step_by(10) {
+        write(format!("r{r:02}"), 7, "new");
+    }
+
+    let keys: Vec<String> = [0, 1, 2, 3, 10, 11, 19, 20, 21, 30, 31, 44, 58, 59, 61].map(|r| format!("r{r:02}")).into();
+    let ranges = [RowRange::closed_open("r40", "r43"), RowRange::prefix("r5")];
+    let filters = [
+        Filter::pass_all(),
+        Filter::chain([Filter::column_qualifier_regex("q"), Filter::timestamp_range(TimeRange::new(4000, 12_000))]),
+        Filter::chain([Filter::family_name_regex("a"), Filter::cells_per_column_limit(1)]),
+        Filter::value_regex(".*new"),
+    ];
+    for filter in &filters {
+        let mut alone: Vec<cellardb::Row> = keys.iter().filter_map(|k| t.read_row(k, filter).unwrap()).collect();
+        for range in &ranges {
+            alone.extend(t.read_rows(RowSet::from(range.clone()), filter).collect_rows().unwrap());
+        }
+        alone.sort_by(|x, y| x.key.cmp(&y.key));
+        // A key inside a range is read once.
+        alone.dedup_by(|x, y| x.key == y.key);
+        let set = ranges.iter().fold(RowSet::new().keys(&keys), |set, r| set.range(r.clone()));
+        assert_eq!(t.read_rows(set.clone(), filter).collect_rows().unwrap(), alone, "{filter:?}");
+        assert_eq!(borrowed_rows(t.read_rows(set.clone(), filter)), alone, "{filter:?}, borrowed");
+        let limited = t.read_rows(set, filter).limit(4).collect_rows().unwrap();
+        assert_eq!(limited, alone[..4.min(alone.len())], "{filter:?}, limit 4");
+    }
+}

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::Table;
-use super::version::SuperVersion;
+use super::version::{SstHandle, SuperVersion};
 use crate::iter::MergingIter;
 use crate::key::InternalKey;
 use crate::memtable::MemIter;
@@ -163,6 +163,18 @@ struct Started {
     forward: Option<RowScanner>,
     /// Whether `forward` holds the row last found, rather than `scanner`.
     in_forward: bool,
+    /// For a forward read of several spans, what `scanner`'s merge holds,
+    /// source by source: it was set up once for them all and moves from
+    /// span to span.
+    sources: Option<Vec<Source>>,
+}
+
+/// One source of a merge that serves every span of a read.
+struct Source {
+    /// The family's index among the read's.
+    family: usize,
+    /// The file, or `None` for a memtable.
+    file: Option<Arc<SstHandle>>,
 }
 
 impl Iterator for ReadRows {
@@ -190,13 +202,25 @@ impl ReadRows {
         loop {
             if s.span.is_none() {
                 let Some(span) = s.spans.pop_front() else { return Ok(false) };
-                let start = if reverse { None } else { s.row_start.as_ref() };
-                let merge = merge_span(&s.sv, &s.families, &span, start, reverse, &self.table)?;
-                if let Some(scanner) = &mut s.scanner {
-                    scanner.restart(merge);
-                } else {
+                if s.sources.is_some() {
+                    move_on(s, &span)?;
+                } else if !reverse && !s.spans.is_empty() {
+                    // The first of many spans read forward: one merge of
+                    // every source any of them needs, moved from span to span.
+                    let (merge, sources) = merge_read(&s.sv, &s.families, &span, s.spans.back(), &self.table)?;
                     let families = s.families.clone();
                     s.scanner = Some(RowScanner::new(merge, families, filter.clone(), s.snapshot, s.now, reverse));
+                    s.sources = Some(sources);
+                    move_on(s, &span)?;
+                } else {
+                    let start = if reverse { None } else { s.row_start.as_ref() };
+                    let merge = merge_span(&s.sv, &s.families, &span, start, reverse, &self.table)?;
+                    if let Some(scanner) = &mut s.scanner {
+                        scanner.restart(merge);
+                    } else {
+                        let families = s.families.clone();
+                        s.scanner = Some(RowScanner::new(merge, families, filter.clone(), s.snapshot, s.now, reverse));
+                    }
                 }
                 s.span = Some(span);
             }
@@ -253,6 +277,7 @@ impl ReadRows {
             scanner: None,
             forward: None,
             in_forward: false,
+            sources: None,
         })
     }
 }
@@ -268,6 +293,62 @@ fn read_forward(s: &mut Started, table: &Table, key: Bytes, filter: &Arc<Filter>
     let scanner =
         s.forward.insert(RowScanner::new(merge, s.families.clone(), filter.clone(), s.snapshot, s.now, false));
     Ok(matches!(scanner.next_row()?, Scanned::Row))
+}
+
+/// The sources every span from `first` to `last` (forward) may need, for
+/// every family read, merged; and what each is. [`move_on`] puts them on a
+/// span.
+fn merge_read(
+    sv: &SuperVersion,
+    families: &[FamilyView],
+    first: &KeySpan,
+    last: Option<&KeySpan>,
+    table: &Table,
+) -> Result<(MergingIter, Vec<Source>)> {
+    let whole = KeySpan { lo: first.lo.clone(), hi: last.map_or(first.hi.clone(), |l| l.hi.clone()) };
+    let bounds = key_bounds(&whole);
+    let cache = Some(table.db.core().cache.clone());
+    let mut merge: MergingIter = MergingIter::new(false);
+    let mut sources = Vec::new();
+    for (index, family) in families.iter().enumerate() {
+        let rank = u16::try_from(index).unwrap_or(u16::MAX);
+        for mem in sv.memtables().filter(|m| !m.is_empty()) {
+            merge.add(Box::new(MemIter::new(mem.clone(), family.store, bounds.clone(), false)), rank);
+            sources.push(Source { family: index, file: None });
+        }
+        for file in sv.files_of(family.store) {
+            if !whole.overlaps(&file.meta.first_row, &file.meta.last_row) {
+                continue;
+            }
+            let it = SstIter::new(file.reader.clone(), cache.clone(), bounds.clone(), false)?;
+            merge.add(Box::new(it), rank);
+            sources.push(Source { family: index, file: Some(file.clone()) });
+        }
+    }
+    Ok((merge, sources))
+}
+
+/// Moves the merge of read `s`, set up by [`merge_read`], on to `span`:
+/// each file that may hold rows of it to its first entry there (where the
+/// filter's head allows, for one row in a file without tombstones), the
+/// others out of the merge until a later span.
+fn move_on(s: &mut Started, span: &KeySpan) -> Result<()> {
+    let (Some(sources), Some(scanner)) = (s.sources.as_ref(), s.scanner.as_mut()) else { return Ok(()) };
+    let bounds = key_bounds(span);
+    let single_row = span.single_row();
+    let (families, row_start) = (&s.families, s.row_start.as_ref());
+    scanner.merge_mut().restart_each(|i, source| {
+        let Some(what) = sources.get(i) else { return source.restart(bounds.clone(), false) };
+        let Some(file) = &what.file else { return source.restart(bounds.clone(), true) };
+        let active = span.overlaps(&file.meta.first_row, &file.meta.last_row)
+            && single_row.is_none_or(|row| file.reader.may_contain_row(row));
+        let start = single_row.zip(row_start).filter(|_| file.reader.props().tombstones == 0);
+        let lo = match (start, families.get(what.family)) {
+            (Some((row, start)), Some(family)) => Bound::Included(start.key(row, family)),
+            _ => bounds.0.clone(),
+        };
+        source.restart((lo, bounds.1.clone()), active)
+    })
 }
 
 /// Every source of `span` for every family read, merged. A forward read

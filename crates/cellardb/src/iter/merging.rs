@@ -61,11 +61,29 @@ impl<S: EntrySource + ?Sized> MergingIter<S> {
         for s in self.sources.iter_mut().filter(|s| s.rank == rank) {
             s.source.seek(target)?;
         }
+        self.rebuild_heap();
+        Ok(())
+    }
+
+    /// Lets `f` move each source (with its index in the order added) on,
+    /// as [`EntrySource::restart`] does, then rebuilds the heap: a read of
+    /// many keys moves one merge from key to key. Forward merges only.
+    ///
+    /// # Errors
+    /// The first error `f` returns.
+    pub fn restart_each(&mut self, mut f: impl FnMut(usize, &mut S) -> Result<()>) -> Result<()> {
+        for (i, s) in self.sources.iter_mut().enumerate() {
+            f(i, &mut s.source)?;
+        }
+        self.rebuild_heap();
+        Ok(())
+    }
+
+    fn rebuild_heap(&mut self) {
         self.heap = (0..self.sources.len()).filter(|&i| self.sources[i].source.current().is_some()).collect();
         for i in (0..self.heap.len() / 2).rev() {
             self.sift_down(i);
         }
-        Ok(())
     }
 
     /// The index (in the order added) of the source under the current entry.

@@ -92,4 +92,12 @@ impl EntrySource for MemIter {
         self.refill();
         Ok(())
     }
+
+    fn restart(&mut self, bounds: KeyBounds, active: bool) -> Result<()> {
+        self.bounds = bounds;
+        self.exhausted = !active;
+        self.chunk_size = FIRST_CHUNK;
+        self.refill();
+        Ok(())
+    }
 }

@@ -110,6 +110,11 @@ impl RowScanner {
         self.merge = merge;
     }
 
+    /// The merge rows come out of, to move its sources on to another span.
+    pub fn merge_mut(&mut self) -> &mut MergingIter {
+        &mut self.merge
+    }
+
     /// The next row with at least one cell after deletes, GC and the
     /// filter; in a reversed read, the key of a row too wide to gather
     /// backwards instead ([`WIDE_ROW_ENTRIES`]).

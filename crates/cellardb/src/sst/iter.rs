@@ -169,7 +169,6 @@ impl SstIter {
     /// `from` or later: the index is searched from there, a few blocks at a
     /// time and then by halves, since a seek mostly lands near.
     fn position_at(&mut self, lo: Bound<&InternalKey>, from: usize) -> Result<()> {
-        self.block = None;
         let index = self.reader.index();
         let i = match lo {
             Bound::Unbounded => 0,
@@ -177,9 +176,19 @@ impl SstIter {
             Bound::Excluded(k) => gallop(index, from, |e| e.last_key <= *k),
         };
         if i >= index.len() {
+            self.block = None;
             return Ok(());
         }
-        self.load(i)?;
+        match self.block.take() {
+            // The block is at hand (a read moving on to a near key): only
+            // where the bounds fall against it is new.
+            Some(block) if self.block_idx == i => {
+                let edge = block.entry(block.len().wrapping_sub(1));
+                self.block_inside = edge.is_some_and(|e| !self.outside(&e));
+                self.block = Some(block);
+            }
+            _ => self.load(i)?,
+        }
         let Some(block) = &self.block else { return Ok(()) };
         self.pos = match lo {
             Bound::Unbounded => 0,
@@ -285,6 +294,22 @@ impl EntrySource for SstIter {
 
     fn seek(&mut self, target: &InternalKey) -> Result<()> {
         SstIter::seek(self, target)
+    }
+
+    fn restart(&mut self, (lo, hi): (Bound<InternalKey>, Bound<InternalKey>), active: bool) -> Result<()> {
+        debug_assert!(!self.reverse, "only forward reads move on from span to span");
+        (self.lo, self.hi) = (lo, hi);
+        if !active {
+            self.block = None;
+            self.settle();
+            return Ok(());
+        }
+        // Every block before the one last read ends before the new bounds.
+        let lo = std::mem::replace(&mut self.lo, Bound::Unbounded);
+        let positioned = self.position_at(lo.as_ref(), self.block_idx);
+        self.lo = lo;
+        self.settle();
+        positioned
     }
 }
 

@@ -172,8 +172,10 @@ impl<'a> PassThrough<'a> {
         }
         let index = &reader.index()[i];
         let writer = sink.level_writer(new_writer)?;
+        // Sizes in the estimate blocks are cut by, not raw bytes (packed
+        // streams make a block's raw bytes far fewer than its estimate).
         let pending = writer.pending_block_size();
-        if pending > 0 && pending + index.handle.raw_len as usize <= writer.block_size() * 3 / 2 {
+        if pending > 0 && pending + block.estimated_size() <= writer.block_size() * 3 / 2 {
             for e in block.entries() {
                 writer.push(e)?;
             }

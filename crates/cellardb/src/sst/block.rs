@@ -15,7 +15,7 @@
 //! An entry is handed out as a borrowed [`EntryRef`], without copying or
 //! reference counting; iteration forward and backward is indexing.
 
-use super::block_builder::{DeltaByQualifier, FLAG_MILLIS, FLAG_PACKED_STREAMS, Stream};
+use super::block_builder::{DeltaByQualifier, FLAG_MILLIS, FLAG_PACKED_STREAMS, MAX_BLOCK_ENTRIES, Stream};
 use crate::cache::Charge;
 use crate::coding::{Cursor, DecodeError, unzigzag};
 use std::cmp::Ordering;
@@ -304,6 +304,18 @@ impl DecodedBlock {
         })
     }
 
+    /// What the block's entries add to the size estimate of a block being
+    /// built ([`super::block_builder::estimate`]): how big it is in the
+    /// units blocks are cut by.
+    pub(crate) fn estimated_size(&self) -> usize {
+        super::block_builder::estimate(
+            self.len,
+            (self.row_ends.len(), self.row_bytes.len()),
+            (self.qualifier_ends.len(), self.qualifier_bytes.len()),
+            self.values.len(),
+        )
+    }
+
     /// The oldest timestamp in the block (`None` if it is empty).
     pub(crate) fn oldest_timestamp(&self) -> Option<i64> {
         (self.len > 0).then(|| (self.timestamps.base ^ SIGN).cast_signed() * self.scale)
@@ -372,9 +384,7 @@ impl DecodedBlock {
             return Err(c.error_at(0, "unknown block flags"));
         }
         let scale = if flags & FLAG_MILLIS != 0 { 1000 } else { 1 };
-        // Entries have distinct keys, so each costs at least a byte: in a
-        // stream that differs from entry to entry, or in its row's record.
-        let n = c.len(raw.len(), "entry count")?;
+        let n = c.len(MAX_BLOCK_ENTRIES, "entry count")?;
         let row_count = c.len(n, "row count")?;
         let qual_count = c.len(n, "qualifier count")?;
         let mut scratch = Vec::with_capacity(n);
@@ -393,17 +403,17 @@ impl DecodedBlock {
         let mut kinds = Vec::new();
         let kinds_at = read_stream(&mut c, n, packed.then_some("kinds"), "kinds", &mut kinds)?;
         let qids = decode_qualifier_ids(&mut c, n, qual_count, packed, &mut scratch)?;
-        let timestamps_at = read_stream(&mut c, n, packed.then_some("timestamp"), "timestamp", &mut scratch)?;
+        let timestamps_at = read_delta_stream(&mut c, &qids, qual_count, packed, "timestamp", &mut scratch)?;
         let (min, max) = undelta(&mut scratch, &qids, qual_count);
         let in_range = |v: u64| (v ^ SIGN).cast_signed().checked_mul(scale).is_some();
         if n > 0 && !(in_range(min) && in_range(max)) {
-            return Err(c.error_at(timestamps_at.start, "timestamp out of range"));
+            return Err(c.error_at(timestamps_at, "timestamp out of range"));
         }
         let timestamps = Field::pack_in(&scratch, min, max);
-        let seqs_at = read_stream(&mut c, n, packed.then_some("sequence"), "sequence", &mut scratch)?;
+        let seqs_at = read_delta_stream(&mut c, &qids, qual_count, packed, "sequence", &mut scratch)?;
         let (min, max) = undelta(&mut scratch, &qids, qual_count);
         if n > 0 && min < SIGN {
-            return Err(c.error_at(seqs_at.start, "negative sequence number"));
+            return Err(c.error_at(seqs_at, "negative sequence number"));
         }
         let seqs = Field::pack_in(&scratch, min, max);
         let (value_starts, value_lens, values) = decode_values(&mut c, &qids, qual_count, packed, &mut scratch)?;
@@ -491,31 +501,28 @@ fn decode_rows(
 /// what an error about one entry names as its offset.
 #[derive(Debug, Clone, Copy)]
 struct StreamAt {
-    /// The stream's first byte (its tag, in a packed block).
-    start: usize,
-    /// The first integer's first byte.
-    first: usize,
-    /// The first byte of the others' values (offsets), if fixed-width.
-    rest: usize,
+    /// The first byte of its integers (the varints, the single value or
+    /// the base).
+    data: usize,
+    /// The first byte of its fixed-width values, if it has them.
+    values: usize,
     encoding: Stream,
 }
 
 impl StreamAt {
-    /// Offset of entry `i`'s value in the block.
+    /// Offset in the block of integer `i` of the stream.
     fn offset_of(&self, c: &Cursor<'_>, i: usize) -> usize {
         match self.encoding {
-            _ if i == 0 => self.first,
-            Stream::Varints => c.varint_offset(self.first, i),
-            Stream::Same => self.rest,
-            fixed => self.rest + (i - 1) * fixed.width(),
+            Stream::Varints => c.varint_offset(self.data, i),
+            Stream::Same => self.data,
+            fixed => self.values + i * fixed.width(),
         }
     }
 }
 
 /// Reads one stream of `n` integers into `out`: in a packed block
-/// (`packed` names the stream), its first as a varint and the others in
-/// the encoding its tag gives; otherwise kinds as bytes and the rest as
-/// varints.
+/// (`packed` names the stream) in the encoding its tag gives; otherwise
+/// kinds as bytes and the rest as varints.
 fn read_stream(
     c: &mut Cursor<'_>,
     n: usize,
@@ -528,33 +535,66 @@ fn read_stream(
         if what == "kinds" {
             out.clear();
             out.extend(c.bytes(n, what)?.iter().map(|&k| u64::from(k)));
-            return Ok(StreamAt { start, first: start, rest: start + 1, encoding: Stream::Offsets8 });
+            return Ok(StreamAt { data: start, values: start, encoding: Stream::Offsets8 });
         }
         c.varints(n, what, out)?;
-        return Ok(StreamAt { start, first: start, rest: start, encoding: Stream::Varints });
+        return Ok(StreamAt { data: start, values: start, encoding: Stream::Varints });
     };
     let tag = c.u8(what)?;
     let encoding = Stream::from_tag(tag).ok_or_else(|| c.error_at(start, "unknown stream encoding"))?;
-    let first = c.position();
+    let data = c.position();
+    out.clear();
     if encoding == Stream::Varints {
         c.varints(n, what, out)?;
-        return Ok(StreamAt { start, first, rest: first, encoding });
+        return Ok(StreamAt { data, values: data, encoding });
     }
-    if n == 0 {
-        return Err(c.error_at(start, "stream of no entries that is not varints"));
-    }
-    out.clear();
-    out.push(c.varint(what)?);
-    let base_at = c.position();
     let base = c.varint(what)?;
-    let rest = if encoding == Stream::Same { base_at } else { c.position() };
+    let values = c.position();
     match encoding {
         Stream::Same => out.resize(n, base),
-        Stream::Offsets8 => unpack::<1>(c, n - 1, base, what, out)?,
-        Stream::Offsets16 => unpack::<2>(c, n - 1, base, what, out)?,
-        _ => unpack::<4>(c, n - 1, base, what, out)?,
+        Stream::Offsets8 => unpack::<1>(c, n, base, what, out)?,
+        Stream::Offsets16 => unpack::<2>(c, n, base, what, out)?,
+        _ => unpack::<4>(c, n, base, what, out)?,
     }
-    Ok(StreamAt { start, first, rest, encoding })
+    Ok(StreamAt { data, values, encoding })
+}
+
+/// Reads a stream of per-qualifier deltas into `out`, one an entry of
+/// qualifier ids `qids` (of `quals` qualifiers): in a packed block, each
+/// qualifier's first delta as a varint, then the others as a stream;
+/// otherwise varints.
+fn read_delta_stream(
+    c: &mut Cursor<'_>,
+    qids: &[u32],
+    quals: usize,
+    packed: bool,
+    what: &'static str,
+    out: &mut Vec<u64>,
+) -> Result<usize, DecodeError> {
+    let start = c.position();
+    if !packed {
+        c.varints(qids.len(), what, out)?;
+        return Ok(start);
+    }
+    // Every qualifier of the dictionary has a first entry, in id order.
+    let mut heads = Vec::with_capacity(quals);
+    for _ in 0..quals.min(qids.len()) {
+        heads.push(c.varint(what)?);
+    }
+    let mut rest = Vec::new();
+    read_stream(c, qids.len() - heads.len(), Some(what), what, &mut rest)?;
+    out.clear();
+    out.reserve(qids.len());
+    let (mut next_head, mut others) = (0, rest.into_iter());
+    for &qid in qids {
+        if qid as usize == next_head {
+            out.push(heads[next_head]);
+            next_head += 1;
+        } else {
+            out.push(others.next().ok_or_else(|| c.error_at(start, what))?);
+        }
+    }
+    Ok(start)
 }
 
 /// `n` little-endian offsets of `W` bytes from `base` into `out`.
@@ -858,11 +898,11 @@ mod tests {
             0x00, 0x02, b'r', b'1', 0x02, // row "r1": shares 0, suffix "r1", 2 entries
             0x01, 0x01, b'2', 0x01, // row "r2": shares 1, suffix "2", 1 entry
             0x01, b'a', 0x01, b'b', // qualifier dictionary
-            0x01, 0x00, 0x00, // kinds: the first put, the others one value, put
+            0x01, 0x00, // kinds: one value, put
             0x00, 0x00, 0x00, 0x01, // qualifier ids as varints
-            0x00, 0x04, 0x01, 0x00, // timestamps/1000 as zigzag deltas: 2, 1-2, 1-1
-            0x00, 0x0a, 0x03, 0x02, // sequences as zigzag deltas: 5, 3-5, 4-3
-            0x00, 0x01, 0x01, 0x02, // value lengths
+            0x04, 0x00, 0x01, 0x01, // timestamps/1000, zigzag deltas: heads 2 (a's) and 1-1 (b's), then 1-2
+            0x0a, 0x02, 0x01, 0x03, // sequences, zigzag deltas: heads 5 and 4-3, then 3-5
+            0x00, 0x01, 0x01, 0x02, // value lengths as varints
             b'x', b'y', b'z', b'z', // values, grouped by qualifier
         ];
         assert_eq!(raw, expected);
@@ -892,14 +932,14 @@ mod tests {
         let raw = encode(&entries);
         let dictionary = [&[0x08][..], b"altitude"].concat();
         let at = raw.windows(dictionary.len()).position(|w| w == dictionary).unwrap() + dictionary.len();
-        // Kinds, qualifier ids: the first 0, then one value, 0. Timestamps:
-        // the first as its delta from 0, then one value, zigzag(−60,000).
-        // Sequences: 0s. Value lengths: the first 4, then 1-byte offsets from 3.
-        let mut streams = vec![0x01, 0x00, 0x00, 0x01, 0x00, 0x00, 0x01];
+        // Kinds, qualifier ids: one value, 0. Timestamps: the head, the
+        // first delta, from 0; then one value, zigzag(−60,000). Sequences:
+        // a head of 0, then one value, 0. Value lengths: 1-byte offsets from 3.
+        let mut streams = vec![0x01, 0x00, 0x01, 0x00];
         crate::coding::put_zigzag(&mut streams, 10_000 * 60_000);
-        streams.extend_from_slice(&[0xbf, 0xa9, 0x07, 0x01, 0x00, 0x00, 0x02, 0x04, 0x03]);
+        streams.extend_from_slice(&[0x01, 0xbf, 0xa9, 0x07, 0x00, 0x01, 0x00, 0x02, 0x03]);
         assert_eq!(raw[at..at + streams.len()], streams);
-        let lengths = &raw[at + streams.len()..at + streams.len() + entries.len() - 1];
+        let lengths = &raw[at + streams.len()..at + streams.len() + entries.len()];
         assert!(lengths.iter().all(|&b| b <= 1));
         let decoded: Vec<Entry> = DecodedBlock::decode(&raw).unwrap().entries().map(EntryRef::to_entry).collect();
         assert_eq!(decoded, entries);

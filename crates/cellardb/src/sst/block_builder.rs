@@ -22,15 +22,15 @@ use crate::key::EntryRef;
 /// Block flag: timestamps are stored divided by 1000 (all were whole milliseconds).
 pub const FLAG_MILLIS: u8 = 1;
 
-/// Block flag: the per-entry streams (kinds included) are each stored as a
-/// tag, the first integer, and the others in one of the [`Stream`]
-/// encodings, which the tag names. Without it (blocks
-/// written before the flag existed), kinds are bytes and the other
-/// streams varints.
+/// Block flag: the per-entry streams (kinds included) are each stored in
+/// one of the [`Stream`] encodings, named by a tag; the timestamp and
+/// sequence streams keep each qualifier's first delta apart, as a varint.
+/// Without it (blocks written before the flag existed), kinds are bytes
+/// and the other streams varints.
 pub const FLAG_PACKED_STREAMS: u8 = 2;
 
-/// How the integers of one per-entry stream after its first are stored in
-/// a block with [`FLAG_PACKED_STREAMS`]. Written to disk: never renumber.
+/// How the integers of one per-entry stream are stored in a block with
+/// [`FLAG_PACKED_STREAMS`]. Written to disk: never renumber.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Stream {
@@ -67,6 +67,27 @@ impl Stream {
 
 /// Dictionaries up to this size are searched by a scan, not the hash index.
 const SCANNED_QUALIFIERS: usize = 8;
+
+/// Most entries a block holds. The writer's estimate charges every entry
+/// [`ENTRY_ESTIMATE`] bytes, blocks are cut at the block size (at most
+/// 16 MiB) and a compaction fills one to 1.5 times that, so no block it
+/// writes comes near; a reader refuses a count above it before allocating
+/// for the entries (an entry may take no byte of the raw block: a column
+/// of empty values at regular times packs to a few bytes however long).
+pub const MAX_BLOCK_ENTRIES: usize = 1 << 23;
+
+/// The size estimate of a block of `entries` entries, `rows` distinct rows
+/// of `row_bytes` bytes in all, `qualifiers` dictionary entries of
+/// `qualifier_bytes` bytes and `value_bytes` bytes of values: what
+/// [`BlockBuilder::estimated_size`] reaches once they are added.
+pub(crate) fn estimate(
+    entries: usize,
+    (rows, row_bytes): (usize, usize),
+    (qualifiers, qualifier_bytes): (usize, usize),
+    value_bytes: usize,
+) -> usize {
+    entries * ENTRY_ESTIMATE + value_bytes + row_bytes + 2 * rows + qualifier_bytes + qualifiers
+}
 
 /// Bytes an entry costs in the size estimate beyond its value.
 const ENTRY_ESTIMATE: usize = 6;
@@ -185,15 +206,13 @@ impl BlockBuilder {
         stream.clear();
         stream.extend(self.qids.iter().map(|&q| q as u64));
         put_stream(out, &stream);
-        stream.clear();
         let mut ts = DeltaByQualifier::new(self.quals.len());
-        stream.extend(self.timestamps.iter().zip(&self.qids).map(|(&t, &qid)| zigzag(ts.delta(qid, t / scale))));
-        put_stream(out, &stream);
-        stream.clear();
+        let deltas = self.timestamps.iter().zip(&self.qids).map(|(&t, &qid)| zigzag(ts.delta(qid, t / scale)));
+        self.put_delta_stream(out, deltas, &mut stream);
         let mut seq = DeltaByQualifier::new(self.quals.len());
         // Sequence numbers stay below 2^63 (docs/format/sstable.md).
-        stream.extend(self.seqs.iter().zip(&self.qids).map(|(&s, &qid)| zigzag(seq.delta(qid, s.cast_signed()))));
-        put_stream(out, &stream);
+        let deltas = self.seqs.iter().zip(&self.qids).map(|(&s, &qid)| zigzag(seq.delta(qid, s.cast_signed())));
+        self.put_delta_stream(out, deltas, &mut stream);
         stream.clear();
         let mut start = 0;
         for &end in &self.value_ends {
@@ -204,6 +223,27 @@ impl BlockBuilder {
         self.stream = stream;
         self.encode_values(out);
         self.reset();
+    }
+
+    /// Appends a stream of per-qualifier deltas, one an entry: the head
+    /// of each qualifier (its first entry's delta, taken from the entry
+    /// before it, of whatever qualifier) as a varint, in qualifier-id order,
+    /// then the other entries' deltas as one stream. A column's deltas are
+    /// alike (a minute, again and again); its head, from another column or
+    /// from 0, seldom is, and kept apart it does not widen the rest.
+    fn put_delta_stream(&self, out: &mut Vec<u8>, deltas: impl Iterator<Item = u64>, scratch: &mut Vec<u64>) {
+        scratch.clear();
+        let mut heads = 0;
+        for (delta, &qid) in deltas.zip(&self.qids) {
+            if qid == heads {
+                // Ids are given in order of first appearance.
+                put_varint(out, delta);
+                heads += 1;
+            } else {
+                scratch.push(delta);
+            }
+        }
+        put_stream(out, scratch);
     }
 
     fn encode_rows(&self, out: &mut Vec<u8>) {
@@ -261,42 +301,35 @@ impl BlockBuilder {
     }
 }
 
-/// Appends `values` as one stream: its first value as a varint (a delta
-/// stream's first is from 0, unlike the others), then the rest as a single
-/// value, as fixed-width offsets from the smallest (which decode without a
-/// dependency from one entry to the next), or as varints where those save
-/// more than an eighth of the bytes (a few large values would widen every
-/// offset). A compacted time series stores its kinds, qualifier ids,
-/// sequence numbers and timestamp deltas as single values, and its value
-/// lengths as one byte each.
+/// Appends `values` as one stream: a single value, fixed-width offsets
+/// from the smallest (which decode without a dependency from one entry to
+/// the next), or varints where those save more than an eighth of the bytes
+/// (a few large values would widen every offset). A compacted time series
+/// stores its kinds, qualifier ids, sequence numbers and timestamp deltas
+/// as single values, and its value lengths as one byte each.
 fn put_stream(out: &mut Vec<u8>, values: &[u64]) {
-    let Some((&first, rest)) = values.split_first() else {
-        out.push(Stream::Varints as u8);
-        return;
-    };
-    let (min, max) = rest.iter().fold((u64::MAX, 0), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    let (min, max) = values.iter().fold((u64::MAX, 0), |(lo, hi), &v| (lo.min(v), hi.max(v)));
     let encoding = match max.wrapping_sub(min) {
-        _ if rest.is_empty() => Stream::Varints,
+        _ if values.is_empty() => Stream::Varints,
         0 => Stream::Same,
         1..=0xff => Stream::Offsets8,
         0x100..=0xffff => Stream::Offsets16,
         0x1_0000..=0xffff_ffff => Stream::Offsets32,
         _ => Stream::Varints,
     };
-    let varint_bytes: usize = rest.iter().map(|&v| varint_len(v)).sum();
-    let packed_bytes = varint_len(min) + rest.len() * encoding.width();
+    let varint_bytes: usize = values.iter().map(|&v| varint_len(v)).sum();
+    let packed_bytes = varint_len(min) + values.len() * encoding.width();
     // Offsets decode faster: they are kept unless varints save more than
     // one byte in eight.
-    let shorter_as_varints = varint_bytes + rest.len() / 8 < packed_bytes;
+    let shorter_as_varints = varint_bytes + values.len() / 8 < packed_bytes;
     let encoding = if shorter_as_varints { Stream::Varints } else { encoding };
     out.push(encoding as u8);
-    put_varint(out, first);
     match encoding {
-        Stream::Varints => rest.iter().for_each(|&v| put_varint(out, v)),
+        Stream::Varints => values.iter().for_each(|&v| put_varint(out, v)),
         Stream::Same => put_varint(out, min),
         fixed => {
             put_varint(out, min);
-            for &v in rest {
+            for &v in values {
                 out.extend_from_slice(&(v - min).to_le_bytes()[..fixed.width()]);
             }
         }

@@ -945,6 +945,24 @@ mod tests {
         assert_eq!(decoded, entries);
     }
 
+    /// A column of empty values at regular times packs to a few bytes
+    /// however many entries it holds: the count is bounded by a constant,
+    /// not by the block's length, and a count past it is refused.
+    #[test]
+    fn more_entries_than_bytes_decode_and_too_many_are_refused() {
+        let entries: Vec<Entry> = (0..5000i64)
+            .map(|m| Entry::put("heartbeat".into(), "up".into(), (9000 - m) * 1000, 0, "".into()))
+            .collect();
+        let raw = encode(&entries);
+        assert!(raw.len() < 100, "{} bytes", raw.len());
+        assert_eq!(round_trip(&entries), entries);
+        let mut huge = vec![FLAG_MILLIS | FLAG_PACKED_STREAMS];
+        crate::coding::put_varint(&mut huge, MAX_BLOCK_ENTRIES as u64 + 1);
+        huge.extend_from_slice(&raw[4..]);
+        let err = DecodedBlock::decode(&huge).unwrap_err();
+        assert_eq!((err.offset, err.what.as_ref()), (1, "entry count"));
+    }
+
     /// Streams whose ranges need one, two and four bytes, or more (then
     /// varints), with tombstones among the kinds, decode to what was written.
     #[test]

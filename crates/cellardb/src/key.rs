@@ -106,6 +106,14 @@ impl InternalKey {
     pub(crate) fn first_of_row(row: Bytes) -> InternalKey {
         InternalKey { row, qualifier: Bytes::new(), timestamp: i64::MAX, seq: u64::MAX, kind: EntryKind::DeleteFamily }
     }
+
+    /// Whether this is the smallest key of its row ([`InternalKey::first_of_row`]).
+    pub(crate) fn is_first_of_row(&self) -> bool {
+        self.qualifier.is_empty()
+            && self.timestamp == i64::MAX
+            && self.seq == u64::MAX
+            && self.kind == EntryKind::DeleteFamily
+    }
 }
 
 impl Ord for InternalKey {

@@ -219,6 +219,13 @@ impl DecodedBlock {
         self.len == 0
     }
 
+    /// The index among the block's distinct rows of entry `i`'s row.
+    #[allow(clippy::cast_possible_truncation, reason = "row indexes were decoded below the row count")]
+    #[inline]
+    pub(crate) fn row_index(&self, i: usize) -> Option<usize> {
+        (i < self.len).then(|| self.row_of.get(i) as usize)
+    }
+
     /// Entry `i`, borrowed.
     #[inline]
     pub fn entry(&self, i: usize) -> Option<EntryRef<'_>> {

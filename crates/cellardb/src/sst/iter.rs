@@ -26,6 +26,9 @@ pub struct SstIter {
     /// Whether the far bound lies beyond the current block, so its entries
     /// need no bound check.
     block_inside: bool,
+    /// A row of the current block (its index there) known to lie wholly
+    /// inside the bounds, so its entries need no bound check either.
+    row_inside: Option<usize>,
 }
 
 impl SstIter {
@@ -48,6 +51,7 @@ impl SstIter {
             pos: 0,
             at: None,
             block_inside: false,
+            row_inside: None,
         };
         if reverse {
             it.seek_last()?;
@@ -150,6 +154,7 @@ impl SstIter {
         let block = self.reader.block(i, self.cache.as_deref())?;
         let edge = if self.reverse { block.entry(0) } else { block.entry(block.len().wrapping_sub(1)) };
         self.block_inside = edge.is_some_and(|e| !self.outside(&e));
+        self.row_inside = None;
         self.block = Some(block);
         Ok(())
     }
@@ -185,6 +190,7 @@ impl SstIter {
             Some(block) if self.block_idx == i => {
                 let edge = block.entry(block.len().wrapping_sub(1));
                 self.block_inside = edge.is_some_and(|e| !self.outside(&e));
+                self.row_inside = None;
                 self.block = Some(block);
             }
             _ => self.load(i)?,
@@ -259,9 +265,28 @@ impl SstIter {
         if self.block_inside {
             return;
         }
-        let Some(e) = self.block.as_ref().and_then(|b| b.entry(self.pos)) else { return };
+        let Some(block) = &self.block else { return };
+        let row = block.row_index(self.pos);
+        if row.is_some() && row == self.row_inside {
+            return;
+        }
+        let Some(e) = block.entry(self.pos) else { return };
         if self.outside(&e) {
             self.block = None;
+        } else if self.far_bound_is_a_row_start() {
+            // A bound at a row's first key leaves every entry of a row on
+            // one side: this row's others need no comparison.
+            self.row_inside = row;
+        }
+    }
+
+    /// Whether the far bound is the first key of a row, as a read's bounds
+    /// are: then a row lies wholly inside or wholly outside.
+    fn far_bound_is_a_row_start(&self) -> bool {
+        let bound = if self.reverse { &self.lo } else { &self.hi };
+        match bound {
+            Bound::Included(k) | Bound::Excluded(k) => k.is_first_of_row(),
+            Bound::Unbounded => true,
         }
     }
 

@@ -143,10 +143,16 @@ impl RowGather {
         let mut first = true;
         // Entries of one column in a row, the last taken among them.
         let mut column_run = 0;
+        // Where the row's key was last seen in a source: a block keeps each
+        // row's key once, so an entry whose key is the same slice is of the
+        // same row without comparing bytes.
+        let mut seen_at = (std::ptr::null::<u8>(), 0);
         while let Some((rank, e)) = merge.current() {
-            if !first && e.row != self.key.as_slice() {
+            let at = (e.row.as_ptr(), e.row.len());
+            if !first && at != seen_at && e.row != self.key.as_slice() {
                 break;
             }
+            seen_at = at;
             first = false;
             match skipper.as_deref_mut().map_or(Step::Take, |s| s.step(rank, &e)) {
                 Step::Take => {}

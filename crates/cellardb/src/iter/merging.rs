@@ -52,6 +52,11 @@ impl<S: EntrySource + ?Sized> MergingIter<S> {
 
     /// Moves past the current entry.
     pub fn advance(&mut self) -> Result<()> {
+        // One source (a compacted family read alone): no order to keep. An
+        // exhausted source stays in the heap, where it yields nothing.
+        if let [only] = self.sources.as_mut_slice() {
+            return only.source.advance();
+        }
         self.with_leader(EntrySource::advance).unwrap_or(Ok(()))
     }
 

@@ -5,12 +5,15 @@
 //! sequence number, value position and length) is stored as an offset from
 //! the block's smallest, in the narrowest width that holds the block's
 //! largest; a field equal in every entry (sequence numbers after a full
-//! compaction, kinds where every entry is a cell) takes no space at all.
-//! Beside them: the rebuilt row keys, the qualifier dictionary and the
-//! values, copied out of the decompressed block, whose encoded streams are
-//! then dropped. A block of one wide row of small measurements costs about
-//! 13 bytes an entry where fixed 40-byte slots over the kept raw block cost
-//! 55, so about four times as many blocks fit the same cache budget.
+//! compaction, kinds where every entry is a cell) takes no space at all, nor
+//! does one that grows by a fixed step (each entry its own row, values of
+//! one length), and timestamps count in the largest unit dividing their
+//! differences (minutes, in a series of minutes). Beside them: the rebuilt
+//! row keys, the qualifier dictionary and the values, copied out of the
+//! decompressed block, whose encoded streams are then dropped. A block of
+//! one wide row of small measurements costs about 7 bytes an entry where
+//! fixed 40-byte slots over the kept raw block cost 55, so about seven
+//! times as many blocks fit the same cache budget.
 //!
 //! An entry is handed out as a borrowed [`EntryRef`], without copying or
 //! reference counting; iteration forward and backward is indexing.
@@ -18,6 +21,7 @@
 use super::block_builder::{DeltaByQualifier, FLAG_MILLIS, FLAG_PACKED_STREAMS, MAX_BLOCK_ENTRIES, Stream};
 use crate::cache::Charge;
 use crate::coding::{Cursor, DecodeError, unzigzag};
+use std::cell::RefCell;
 use std::cmp::Ordering;
 
 use crate::key::{EntryKind, EntryRef, InternalKey, MAX_ROW_KEY, is_range_end};
@@ -27,6 +31,9 @@ use crate::key::{EntryKind, EntryRef, InternalKey, MAX_ROW_KEY, is_range_end};
 enum Ints {
     /// Every value is zero.
     Zero,
+    /// Value `i` is `i` times the step: each entry its own row, or values
+    /// of one length back to back. Costs nothing per entry.
+    Stride(u64),
     U8(Box<[u8]>),
     U16(Box<[u16]>),
     U32(Box<[u32]>),
@@ -34,16 +41,24 @@ enum Ints {
 }
 
 impl Ints {
-    /// `values` minus `min`, where no value is below `min` or above `max`.
+    /// `values` minus `min` in units of `unit`, where no value is below
+    /// `min` or above `max` and `unit` divides every difference.
     #[allow(clippy::cast_possible_truncation, reason = "each width is chosen to hold the largest offset")]
-    fn pack(values: &[u64], min: u64, max: u64) -> Ints {
+    fn pack(values: &[u64], min: u64, max: u64, unit: &Divisor) -> Ints {
+        let offset = |v: u64| unit.quotient(v - min);
         // No values at all: `min` is above `max`.
-        match max.saturating_sub(min) {
-            0 => Ints::Zero,
-            1..=0xff => Ints::U8(values.iter().map(|&v| (v - min) as u8).collect()),
-            0x100..=0xffff => Ints::U16(values.iter().map(|&v| (v - min) as u16).collect()),
-            0x1_0000..=0xffff_ffff => Ints::U32(values.iter().map(|&v| (v - min) as u32).collect()),
-            _ => Ints::U64(values.iter().map(|&v| v - min).collect()),
+        let largest = unit.quotient(max.saturating_sub(min));
+        if largest == 0 {
+            return Ints::Zero;
+        }
+        if let Some(step) = stride(values.iter().map(|&v| offset(v))) {
+            return Ints::Stride(step);
+        }
+        match largest {
+            1..=0xff => Ints::U8(values.iter().map(|&v| offset(v) as u8).collect()),
+            0x100..=0xffff => Ints::U16(values.iter().map(|&v| offset(v) as u16).collect()),
+            0x1_0000..=0xffff_ffff => Ints::U32(values.iter().map(|&v| offset(v) as u32).collect()),
+            _ => Ints::U64(values.iter().map(|&v| offset(v)).collect()),
         }
     }
 
@@ -52,6 +67,7 @@ impl Ints {
     fn get(&self, i: usize) -> u64 {
         match self {
             Ints::Zero => 0,
+            Ints::Stride(step) => i as u64 * step,
             Ints::U8(v) => u64::from(v[i]),
             Ints::U16(v) => u64::from(v[i]),
             Ints::U32(v) => u64::from(v[i]),
@@ -63,6 +79,7 @@ impl Ints {
     fn for_each(&self, n: usize, mut f: impl FnMut(u64)) {
         match self {
             Ints::Zero => (0..n).for_each(|_| f(0)),
+            Ints::Stride(step) => (0..n as u64).for_each(|i| f(i * step)),
             Ints::U8(v) => v.iter().for_each(|&x| f(u64::from(x))),
             Ints::U16(v) => v.iter().for_each(|&x| f(u64::from(x))),
             Ints::U32(v) => v.iter().for_each(|&x| f(u64::from(x))),
@@ -73,7 +90,7 @@ impl Ints {
     /// Bytes of memory held.
     fn bytes(&self) -> usize {
         match self {
-            Ints::Zero => 0,
+            Ints::Zero | Ints::Stride(_) => 0,
             Ints::U8(v) => v.len(),
             Ints::U16(v) => v.len() * 2,
             Ints::U32(v) => v.len() * 4,
@@ -82,10 +99,98 @@ impl Ints {
     }
 }
 
-/// One per-entry field: offsets from the block's smallest value.
+/// The first step of `offsets` if every offset is its index times it
+/// (and there are at least two).
+fn stride(mut offsets: impl Iterator<Item = u64>) -> Option<u64> {
+    let (first, second) = (offsets.next()?, offsets.next()?);
+    if first != 0 || second == 0 {
+        return None;
+    }
+    let mut expected = second;
+    offsets
+        .all(|v| {
+            expected = expected.wrapping_add(second);
+            v == expected && expected >= second
+        })
+        .then_some(second)
+}
+
+/// Exact division by a fixed divisor, and the test whether it divides:
+/// a shift for its power of two and a multiplication by the inverse of
+/// its odd part (Granlund and Montgomery), where a division would cost
+/// tens of cycles an entry.
+#[derive(Debug, Clone, Copy)]
+struct Divisor {
+    value: u64,
+    shift: u32,
+    inverse: u64,
+    /// The largest quotient: `u64::MAX` divided by the odd part.
+    limit: u64,
+}
+
+impl Divisor {
+    const ONE: Divisor = Divisor { value: 1, shift: 0, inverse: 1, limit: u64::MAX };
+
+    /// `value` must not be 0.
+    fn new(value: u64) -> Divisor {
+        let shift = value.trailing_zeros();
+        let odd = value >> shift;
+        // Newton's iteration doubles the correct low bits of the inverse
+        // each step: 3 bits from `odd` itself, then 6, 12, 24, 48, 96.
+        let mut inverse = odd;
+        for _ in 0..5 {
+            inverse = inverse.wrapping_mul(2u64.wrapping_sub(odd.wrapping_mul(inverse)));
+        }
+        Divisor { value, shift, inverse, limit: u64::MAX / odd }
+    }
+
+    fn divides(&self, x: u64) -> bool {
+        x.trailing_zeros() >= self.shift && (x >> self.shift).wrapping_mul(self.inverse) <= self.limit
+    }
+
+    /// `x` divided by the divisor, which divides it.
+    fn quotient(&self, x: u64) -> u64 {
+        (x >> self.shift).wrapping_mul(self.inverse)
+    }
+}
+
+/// The greatest common divisor of every value's difference from `min`
+/// (1 if they are all equal): timestamps of minutes in microseconds or
+/// milliseconds share a large one, and stored in its units they take one
+/// or two bytes an entry instead of four.
+fn common_unit(values: &[u64], min: u64) -> Divisor {
+    let mut unit: Option<Divisor> = None;
+    for &v in values {
+        let x = v - min;
+        match unit {
+            _ if x == 0 => {}
+            None => unit = Some(Divisor::new(x)),
+            Some(d) if d.divides(x) => {}
+            Some(d) => {
+                let g = gcd(d.value, x);
+                if g == 1 {
+                    return Divisor::ONE;
+                }
+                unit = Some(Divisor::new(g));
+            }
+        }
+    }
+    unit.unwrap_or(Divisor::ONE)
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// One per-entry field: offsets from the block's smallest value, in units
+/// of `unit`.
 #[derive(Debug)]
 struct Field {
     base: u64,
+    unit: u64,
     offsets: Ints,
 }
 
@@ -98,22 +203,32 @@ impl Field {
 
     /// Packs `values`, none below `min` or above `max`.
     fn pack_in(values: &[u64], min: u64, max: u64) -> Field {
-        Field { base: min, offsets: Ints::pack(values, min, max) }
+        Field { base: min, unit: 1, offsets: Ints::pack(values, min, max, &Divisor::ONE) }
+    }
+
+    /// Packs `values`, none below `min` or above `max`, in the largest unit
+    /// that divides their differences.
+    fn pack_in_units(values: &[u64], min: u64, max: u64) -> Field {
+        if min >= max {
+            return Field::pack_in(values, min, max);
+        }
+        let unit = common_unit(values, min);
+        Field { base: min, unit: unit.value, offsets: Ints::pack(values, min, max, &unit) }
     }
 
     /// The field of `n` entries all equal to `value`.
     fn same(value: u64) -> Field {
-        Field { base: value, offsets: Ints::Zero }
+        Field { base: value, unit: 1, offsets: Ints::Zero }
     }
 
     #[inline]
     fn get(&self, i: usize) -> u64 {
-        self.base + self.offsets.get(i)
+        self.base + self.offsets.get(i) * self.unit
     }
 
     /// Calls `f` with the value of each of `n` entries, in order.
     fn for_each(&self, n: usize, mut f: impl FnMut(u64)) {
-        self.offsets.for_each(n, |v| f(self.base + v));
+        self.offsets.for_each(n, |v| f(self.base + v * self.unit));
     }
 }
 
@@ -380,8 +495,18 @@ impl DecodedBlock {
     /// # Errors
     /// A [`DecodeError`] at the offset in `raw` of the first byte that does
     /// not decode, or of the stream holding a value out of range.
-    #[allow(clippy::cast_possible_truncation, reason = "offsets and counts within a block checked to be under 4 GiB")]
     pub(crate) fn decode(raw: &[u8]) -> Result<DecodedBlock, DecodeError> {
+        SCRATCH.with(|cell| {
+            let mut scratch = cell.borrow_mut();
+            let decoded = DecodedBlock::decode_with(raw, &mut scratch);
+            scratch.release_if_large();
+            decoded
+        })
+    }
+
+    /// [`DecodedBlock::decode`], with the thread's working buffers.
+    #[allow(clippy::cast_possible_truncation, reason = "offsets and counts within a block checked to be under 4 GiB")]
+    fn decode_with(raw: &[u8], s: &mut Scratch) -> Result<DecodedBlock, DecodeError> {
         if u32::try_from(raw.len()).is_err() {
             return Err(DecodeError::new(0, "block larger than 4 GiB"));
         }
@@ -394,9 +519,9 @@ impl DecodedBlock {
         let n = c.len(MAX_BLOCK_ENTRIES, "entry count")?;
         let row_count = c.len(n, "row count")?;
         let qual_count = c.len(n, "qualifier count")?;
-        let mut scratch = Vec::with_capacity(n);
-        let (row_bytes, row_ends) = decode_rows(&mut c, row_count, n, &mut scratch)?;
-        let row_of = Field::pack_in(&scratch, 0, row_count.saturating_sub(1) as u64);
+        let Scratch { ints: scratch, kinds, qids, heads, rest, starts, rows } = s;
+        let (row_bytes, row_ends) = decode_rows(&mut c, row_count, n, scratch, rows)?;
+        let row_of = Field::pack_in(scratch, 0, row_count.saturating_sub(1) as u64);
         let mut qualifier_bytes = Vec::new();
         let mut qualifier_ends = Vec::with_capacity(qual_count);
         for _ in 0..qual_count {
@@ -407,23 +532,23 @@ impl DecodedBlock {
             return Err(c.error("qualifier dictionary is empty"));
         }
         let packed = flags & FLAG_PACKED_STREAMS != 0;
-        let mut kinds = Vec::new();
-        let kinds_at = read_stream(&mut c, n, packed.then_some("kinds"), "kinds", &mut kinds)?;
-        let qids = decode_qualifier_ids(&mut c, n, qual_count, packed, &mut scratch)?;
-        let timestamps_at = read_delta_stream(&mut c, &qids, qual_count, packed, "timestamp", &mut scratch)?;
-        let (min, max) = undelta(&mut scratch, &qids, qual_count);
+        let kinds_at = read_stream(&mut c, n, packed.then_some("kinds"), "kinds", kinds)?;
+        decode_qualifier_ids(&mut c, n, qual_count, packed, scratch, qids)?;
+        let timestamps_at =
+            read_delta_stream(&mut c, qids, qual_count, packed, "timestamp", scratch, (&mut *heads, &mut *rest))?;
+        let (min, max) = undelta(scratch, qids, qual_count);
         let in_range = |v: u64| (v ^ SIGN).cast_signed().checked_mul(scale).is_some();
         if n > 0 && !(in_range(min) && in_range(max)) {
             return Err(c.error_at(timestamps_at, "timestamp out of range"));
         }
-        let timestamps = Field::pack_in(&scratch, min, max);
-        let seqs_at = read_delta_stream(&mut c, &qids, qual_count, packed, "sequence", &mut scratch)?;
-        let (min, max) = undelta(&mut scratch, &qids, qual_count);
+        let timestamps = Field::pack_in_units(scratch, min, max);
+        let seqs_at = read_delta_stream(&mut c, qids, qual_count, packed, "sequence", scratch, (heads, rest))?;
+        let (min, max) = undelta(scratch, qids, qual_count);
         if n > 0 && min < SIGN {
             return Err(c.error_at(seqs_at, "negative sequence number"));
         }
-        let seqs = Field::pack_in(&scratch, min, max);
-        let (value_starts, value_lens, values) = decode_values(&mut c, &qids, qual_count, packed, &mut scratch)?;
+        let seqs = Field::pack_in(scratch, min, max);
+        let (value_starts, value_lens, values) = decode_values(&mut c, qids, qual_count, packed, scratch, starts)?;
         if !c.is_empty() {
             return Err(c.error("end of block"));
         }
@@ -441,11 +566,11 @@ impl DecodedBlock {
                     }
                 }
             }
-            Field::pack(&kinds)
+            Field::pack(kinds)
         };
         scratch.clear();
         scratch.extend(qids.iter().map(|&q| u64::from(q)));
-        let qualifier_of = Field::pack_in(&scratch, 0, qual_count.saturating_sub(1) as u64);
+        let qualifier_of = Field::pack_in(scratch, 0, qual_count.saturating_sub(1) as u64);
         Ok(DecodedBlock {
             len: n,
             row_bytes,
@@ -465,6 +590,43 @@ impl DecodedBlock {
     }
 }
 
+/// A block decode's working buffers, kept per thread so that decoding a
+/// block allocates only what the decoded block keeps: a cache miss on a
+/// point read is mostly decode, and fresh buffers for every decode cost a
+/// third of it in the allocator and in page faults.
+#[derive(Default)]
+struct Scratch {
+    /// Per-entry integers on their way into a [`Field`].
+    ints: Vec<u64>,
+    kinds: Vec<u64>,
+    qids: Vec<u32>,
+    /// The first delta of each qualifier, and the others (packed blocks).
+    heads: Vec<u64>,
+    rest: Vec<u64>,
+    starts: Vec<u64>,
+    /// Row keys, rebuilt before the block keeps an exact copy.
+    rows: Vec<u8>,
+}
+
+/// Buffers above this many bytes are let go after a decode, so a thread
+/// that once decoded an outsized block does not hold its buffers.
+const SCRATCH_KEPT: usize = 1 << 20;
+
+impl Scratch {
+    fn release_if_large(&mut self) {
+        let held = (self.ints.capacity() + self.kinds.capacity() + self.rest.capacity() + self.starts.capacity()) * 8
+            + self.qids.capacity() * 4
+            + self.rows.capacity();
+        if held > SCRATCH_KEPT {
+            *self = Scratch::default();
+        }
+    }
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
 /// Rebuilt row keys, back to back, and each one's end offset.
 type RowKeys = (Box<[u8]>, Box<[u32]>);
 
@@ -476,8 +638,9 @@ fn decode_rows(
     count: usize,
     entries: usize,
     row_of: &mut Vec<u64>,
+    row_bytes: &mut Vec<u8>,
 ) -> Result<RowKeys, DecodeError> {
-    let mut row_bytes = Vec::new();
+    row_bytes.clear();
     let mut row_ends: Vec<u32> = Vec::with_capacity(count);
     row_of.clear();
     for r in 0..count {
@@ -501,7 +664,7 @@ fn decode_rows(
     if row_of.len() != entries {
         return Err(c.error("row runs do not add up to the entry count"));
     }
-    Ok((row_bytes.into(), row_ends.into()))
+    Ok((Box::from(&row_bytes[..]), row_ends.into()))
 }
 
 /// Where a stream starts in the block, and how its entries are laid out:
@@ -577,6 +740,7 @@ fn read_delta_stream(
     packed: bool,
     what: &'static str,
     out: &mut Vec<u64>,
+    (heads, rest): (&mut Vec<u64>, &mut Vec<u64>),
 ) -> Result<usize, DecodeError> {
     let start = c.position();
     if !packed {
@@ -584,15 +748,14 @@ fn read_delta_stream(
         return Ok(start);
     }
     // Every qualifier of the dictionary has a first entry, in id order.
-    let mut heads = Vec::with_capacity(quals);
+    heads.clear();
     for _ in 0..quals.min(qids.len()) {
         heads.push(c.varint(what)?);
     }
-    let mut rest = Vec::new();
-    read_stream(c, qids.len() - heads.len(), Some(what), what, &mut rest)?;
+    read_stream(c, qids.len() - heads.len(), Some(what), what, rest)?;
     out.clear();
     out.reserve(qids.len());
-    let (mut next_head, mut others) = (0, rest.into_iter());
+    let (mut next_head, mut others) = (0, rest.iter().copied());
     for &qid in qids {
         if qid as usize == next_head {
             out.push(heads[next_head]);
@@ -655,12 +818,15 @@ fn decode_qualifier_ids(
     quals: usize,
     packed: bool,
     raw: &mut Vec<u64>,
-) -> Result<Vec<u32>, DecodeError> {
+    qids: &mut Vec<u32>,
+) -> Result<(), DecodeError> {
     let at = read_stream(c, n, packed.then_some("qualifier id"), "qualifier id", raw)?;
     if let Some(bad) = raw.iter().position(|&q| q >= quals as u64) {
         return Err(c.error_at(at.offset_of(c, bad), "qualifier id"));
     }
-    Ok(raw.iter().map(|&q| q as u32).collect())
+    qids.clear();
+    qids.extend(raw.iter().map(|&q| q as u32));
+    Ok(())
 }
 
 /// Each entry's value start and length, and the values, which are grouped
@@ -672,6 +838,7 @@ fn decode_values(
     quals: usize,
     packed: bool,
     lens: &mut Vec<u64>,
+    starts: &mut Vec<u64>,
 ) -> Result<(Field, Field, Box<[u8]>), DecodeError> {
     let at = read_stream(c, qids.len(), packed.then_some("value length"), "value length", lens)?;
     // Each length is at most the bytes left, under 4 GiB, and there are
@@ -684,7 +851,7 @@ fn decode_values(
         }
         (min_len, max_len) = (min_len.min(len), max_len.max(len));
     }
-    let mut starts = Vec::with_capacity(qids.len());
+    starts.clear();
     let total = if quals == 1 {
         let mut at = 0;
         for &len in lens.iter() {
@@ -710,7 +877,7 @@ fn decode_values(
     };
     let values: Box<[u8]> = c.bytes(usize::try_from(total).map_err(|_| c.error("values"))?, "values")?.into();
     let value_lens = Field::pack_in(lens, min_len, max_len);
-    Ok((Field::pack_in(&starts, 0, total), value_lens, values))
+    Ok((Field::pack_in(starts, 0, total), value_lens, values))
 }
 
 impl Charge for DecodedBlock {
@@ -884,11 +1051,82 @@ mod tests {
             .collect();
         let raw = encode(&entries);
         let block = DecodedBlock::decode(&raw).unwrap();
-        // 4-byte timestamp offsets, 2-byte value offsets, 1-byte lengths and
-        // the 3-byte values; row, qualifier, kind and sequence cost nothing
-        // (a fixed 40-byte slot per entry beside the kept encoded block cost
-        // about 50 bytes an entry).
-        assert!(block.memory_bytes() <= 10 * entries.len(), "{} bytes", block.memory_bytes());
+        // 2-byte timestamp offsets (in minutes) and the 3-byte values; row,
+        // qualifier, kind, sequence and the values' lengths and offsets (a
+        // stride) cost nothing (a fixed 40-byte slot per entry beside the
+        // kept encoded block cost about 50 bytes an entry).
+        assert!(block.memory_bytes() <= 5 * entries.len() + 512, "{} bytes", block.memory_bytes());
+    }
+
+    #[test]
+    fn exact_division_agrees_with_the_operators() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let divisors = [1u64, 2, 3, 7, 60, 1000, 60_000, 60_000_000, 1 << 40, 3 << 61, u64::MAX - 1, u64::MAX];
+        for d in divisors {
+            let divisor = Divisor::new(d);
+            for _ in 0..2000 {
+                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                let multiples = [Some(seed / d * d), (seed % 4096).checked_mul(d)];
+                for x in [Some(seed), Some(seed | 1), Some(seed >> 7)].into_iter().chain(multiples).flatten() {
+                    assert_eq!(divisor.divides(x), x % d == 0, "{x} by {d}");
+                    if x % d == 0 {
+                        assert_eq!(divisor.quotient(x), x / d, "{x} by {d}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_stride_is_every_offset_its_index_times_the_first_step() {
+        assert_eq!(stride([0, 14, 28, 42].into_iter()), Some(14));
+        assert_eq!(stride([0, 1].into_iter()), Some(1));
+        assert_eq!(stride([0, 14, 28, 43].into_iter()), None);
+        assert_eq!(stride([1, 2, 3].into_iter()), None);
+        assert_eq!(stride([0, 0, 0].into_iter()), None);
+        assert_eq!(stride([0].into_iter()), None);
+        // A step whose multiples pass u64::MAX is no stride.
+        assert_eq!(stride([0, 1 << 63, 0].into_iter()), None);
+    }
+
+    #[test]
+    fn timestamps_of_a_common_unit_and_without_one_round_trip() {
+        let at = |row: &str, t: i64| Entry::put(row.to_owned().into(), "q".into(), t, 0, "v".into());
+        // Minutes in microseconds (a unit of 60 000 000), around zero.
+        let minutes: Vec<Entry> = (-5..300i64).rev().map(|m| at(&format!("r{m:+05}"), m * 60_000_000)).collect();
+        let mut sorted = minutes.clone();
+        sorted.sort_by(|a, b| a.key.cmp(&b.key));
+        assert_eq!(round_trip(&sorted), sorted);
+        // A unit of 7 microseconds, then one timestamp that breaks it.
+        let mut sevens: Vec<Entry> = (0..100i64).map(|i| at("r", i * 7 - 350)).collect();
+        sevens.sort_by(|a, b| a.key.cmp(&b.key));
+        assert_eq!(round_trip(&sevens), sevens);
+        sevens.push(at("s", 3));
+        assert_eq!(round_trip(&sevens), sevens);
+        // Two timestamps far apart: a unit as large as their distance.
+        let ends = vec![at("a", i64::MAX), at("b", i64::MIN)];
+        assert_eq!(round_trip(&ends), ends);
+    }
+
+    #[test]
+    fn single_timestamp_rows_cost_the_cache_their_keys_and_values() {
+        // A compacted single-timestamp table: a row per minute, one
+        // 14-byte blob each, sequence 0.
+        let entries: Vec<Entry> = (0..304i64)
+            .map(|m| {
+                let row = format!("asia-south2#1001#2021-03-01-{m:04}");
+                Entry::put(row.into(), "blob".into(), m * 60_000_000, 0, vec![7u8; 14].into())
+            })
+            .collect();
+        let block = DecodedBlock::decode(&encode(&entries)).unwrap();
+        let decoded: Vec<Entry> = block.entries().map(EntryRef::to_entry).collect();
+        assert_eq!(decoded, entries);
+        // Each entry: its 32-byte row key, the key's 4-byte end, its 14
+        // bytes of value and a 2-byte timestamp (minutes, not
+        // microseconds); rows and value offsets are strides and cost
+        // nothing (they cost 2 bytes each, and the timestamp 4).
+        let per_entry = 32 + 4 + 14 + 2;
+        assert!(block.memory_bytes() <= per_entry * entries.len() + 512, "{} bytes", block.memory_bytes());
     }
 
     /// The worked example of `docs/format/sstable.md`, byte for byte.

@@ -10,7 +10,8 @@
 //!   against the generator.
 //! - [`run_pattern`]: loads the workload in one pattern, flushes and fully
 //!   compacts it, measures ingest, bytes and each query;
-//!   [`run_rounds`] repeats that for each engine, interleaved.
+//!   [`run_rounds`] repeats that for each engine, interleaved: each
+//!   pattern loaded in each engine, then every query run on each in turn.
 //! - [`report`]: what a report states, as markdown, CSV and SVG charts
 //!   ([`svg`]), with the machine it ran on ([`machine`]).
 //! - `baseline` (feature `rocksdb`): RocksDB holding the same cells under

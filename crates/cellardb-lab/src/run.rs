@@ -212,87 +212,175 @@ pub fn run_pattern(
     pattern: SchemaPattern,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<PatternReport> {
+    let (name, dir, engine) = open_cellardb(config, pattern)?;
+    measure(config, pattern, name, dir, engine, progress)
+}
+
+/// A fresh cellardb database for `pattern` under `config.dir`, with its table.
+fn open_cellardb(config: &LabConfig, pattern: SchemaPattern) -> Result<(&'static str, PathBuf, Box<dyn LabEngine>)> {
     let dir = config.dir.join(format!("cellardb-{}", pattern.name()));
     remove_dir(&dir)?;
     let db = config.options.clone().open(&dir)?;
     let table = db.create_table(TABLE, [(pattern.family(), GcRule::none())])?;
-    let report = measure(config, pattern, "cellardb", &dir, Box::new(Cellar { db, table }), progress);
-    remove_dir(&dir)?;
-    report
+    Ok(("cellardb", dir, Box::new(Cellar { db, table })))
 }
 
-/// Measures `engine`, whose database is in `dir`, on `pattern`.
+/// Measures `engine`, whose fresh database is in `dir`, on `pattern`, and
+/// removes the database.
 pub(crate) fn measure(
     config: &LabConfig,
     pattern: SchemaPattern,
     name: &'static str,
-    dir: &Path,
-    mut engine: Box<dyn LabEngine>,
+    dir: PathBuf,
+    engine: Box<dyn LabEngine>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<PatternReport> {
-    let w = config.workload;
-    let mut report = |stage, done, total| progress(Progress { pattern, stage, done, total });
-    let total = w.events_count();
-    let mut logical_bytes = 0;
-    // The first and last tenths are the same number of events.
-    let tenth = (total / 10).max(1);
-    let last_tenth_start = total.saturating_sub(tenth);
-    let (mut first_tenth, mut last_tenth_from) = (None, None);
-    let started = Instant::now();
-    for (i, e) in (0u64..).zip(w.events()) {
-        if i == tenth {
-            first_tenth = Some(started.elapsed());
-        }
-        if i == last_tenth_start {
-            last_tenth_from = Some(started.elapsed());
-        }
-        let rows = pattern.mutations(&e);
-        logical_bytes += logical_size(pattern, &rows);
-        engine.write_event(rows)?;
-        if i % 50_000 == 0 {
-            report("ingest", i, total);
-        }
-    }
-    let ingest = started.elapsed();
-    let ingest_tenths = (first_tenth.unwrap_or(ingest), ingest.saturating_sub(last_tenth_from.unwrap_or_default()));
-    let stall = engine.stall_time();
-    report("ingest", total, total);
-    report("flush", 0, 1);
-    engine.flush()?;
-    let bytes_after_flush = allocated_bytes(dir, |name| has_extension(name, "sst"))?;
-    report("compact", 0, 1);
-    engine.compact()?;
-    let written = engine.bytes_written()?;
+    let mut loaded = [Loaded::new(name, dir, engine, config)];
+    let measured = loaded[0]
+        .load(config, pattern, progress)
+        .and_then(|()| time_queries(config, pattern, 0, &mut loaded, progress));
+    let [loaded] = loaded;
+    let report = loaded.finish();
+    measured.and(report)
+}
 
-    let mut queries = Vec::new();
-    let mut random = SplitMix64(config.seed);
-    for kind in QueryKind::ALL {
+/// An engine's database while a round measures it: loaded, then queried
+/// (by itself or in turns with the other engines), then closed.
+struct Loaded {
+    engine: Option<Box<dyn LabEngine>>,
+    dir: PathBuf,
+    report: PatternReport,
+    /// The query parameters: every engine draws the same sequence.
+    random: SplitMix64,
+}
+
+impl Loaded {
+    fn new(name: &'static str, dir: PathBuf, engine: Box<dyn LabEngine>, config: &LabConfig) -> Loaded {
+        let report = PatternReport {
+            pattern: SchemaPattern::ALL[0],
+            engine: name,
+            round: 0,
+            events: 0,
+            cells: 0,
+            measurements: 0,
+            logical_bytes: 0,
+            bytes_after_flush: 0,
+            bytes_after_compaction: 0,
+            ingest: Duration::ZERO,
+            ingest_tenths: (Duration::ZERO, Duration::ZERO),
+            stall: None,
+            write_amplification: 0.0,
+            queries: Vec::new(),
+        };
+        Loaded { engine: Some(engine), dir, report, random: SplitMix64(config.seed) }
+    }
+
+    /// Closes the engine, measures what it left on disk, and removes its
+    /// database: the report, if every step went well.
+    fn finish(mut self) -> Result<PatternReport> {
+        let closed = self.engine.take().map_or(Ok(()), LabEngine::close);
+        let bytes =
+            closed.and_then(|()| allocated_bytes(&self.dir, |name| !has_extension(name, "log") && name != "LOCK"));
+        let removed = remove_dir(&self.dir);
+        self.report.bytes_after_compaction = bytes?;
+        removed?;
+        Ok(self.report)
+    }
+
+    /// Ingests the workload in `pattern`, flushes and fully compacts it,
+    /// recording what that took.
+    fn load(
+        &mut self,
+        config: &LabConfig,
+        pattern: SchemaPattern,
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<()> {
+        let engine = self.engine.as_mut().ok_or_else(closed)?;
+        let w = config.workload;
+        let mut report = |stage, done, total| progress(Progress { pattern, stage, done, total });
+        let total = w.events_count();
+        let mut logical_bytes = 0;
+        // The first and last tenths are the same number of events.
+        let tenth = (total / 10).max(1);
+        let last_tenth_start = total.saturating_sub(tenth);
+        let (mut first_tenth, mut last_tenth_from) = (None, None);
+        let started = Instant::now();
+        for (i, e) in (0u64..).zip(w.events()) {
+            if i == tenth {
+                first_tenth = Some(started.elapsed());
+            }
+            if i == last_tenth_start {
+                last_tenth_from = Some(started.elapsed());
+            }
+            let rows = pattern.mutations(&e);
+            logical_bytes += logical_size(pattern, &rows);
+            engine.write_event(rows)?;
+            if i % 50_000 == 0 {
+                report("ingest", i, total);
+            }
+        }
+        let ingest = started.elapsed();
+        let ingest_tenths = (first_tenth.unwrap_or(ingest), ingest.saturating_sub(last_tenth_from.unwrap_or_default()));
+        let stall = engine.stall_time();
+        report("ingest", total, total);
+        report("flush", 0, 1);
+        engine.flush()?;
+        let bytes_after_flush = allocated_bytes(&self.dir, |name| has_extension(name, "sst"))?;
+        report("compact", 0, 1);
+        engine.compact()?;
+        let written = engine.bytes_written()?;
+        self.report = PatternReport {
+            pattern,
+            events: total,
+            cells: total * pattern.cells_per_event(),
+            measurements: total * 4,
+            logical_bytes,
+            bytes_after_flush,
+            ingest,
+            ingest_tenths,
+            stall,
+            write_amplification: written as f64 / logical_bytes.max(1) as f64,
+            ..self.report.clone()
+        };
+        Ok(())
+    }
+}
+
+fn closed() -> Error {
+    Error::InvalidArgument("the lab's engine is closed".into())
+}
+
+/// Times every query in every form on each of `loaded`, which hold
+/// `pattern`: a query's runs on one engine, then the same runs (the same
+/// parameters) on the next, the engines' order alternating from one query
+/// to the next and from one round to the next, so that a slow spell of the
+/// machine weighs on the engines alike.
+fn time_queries(
+    config: &LabConfig,
+    pattern: SchemaPattern,
+    round: usize,
+    loaded: &mut [Loaded],
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<()> {
+    let w = config.workload;
+    let forms = QueryKind::ALL.into_iter().flat_map(|kind| kind.forms().iter().map(move |&form| (kind, form)));
+    for (i, (kind, form)) in forms.enumerate() {
         let runs = if kind.is_fleet() { (config.samples / 20).max(3) } else { config.samples.max(1) };
-        for &form in kind.forms() {
-            report(kind.name(), 0, runs as u64);
+        let mut order: Vec<usize> = (0..loaded.len()).collect();
+        if (i + round) % 2 == 1 {
+            order.reverse();
+        }
+        for e in order {
+            progress(Progress { pattern, stage: kind.name(), done: 0, total: runs as u64 });
+            let this = &mut loaded[e];
+            let engine = this.engine.as_deref().ok_or_else(closed)?;
             // Each form draws its own parameters: with the same ones, the
             // form measured second would find the first one's blocks cached.
-            queries.push(time_query(pattern, &w, &*engine, (kind, form), runs, &mut random)?);
+            let figures = time_query(pattern, &w, engine, (kind, form), runs, &mut this.random)?;
+            this.report.queries.push(figures);
         }
     }
-    engine.close()?;
-    let bytes_after_compaction = allocated_bytes(dir, |name| !has_extension(name, "log") && name != "LOCK")?;
-    Ok(PatternReport {
-        pattern,
-        engine: name,
-        round: 0,
-        events: total,
-        cells: total * pattern.cells_per_event(),
-        measurements: total * 4,
-        logical_bytes,
-        bytes_after_flush,
-        bytes_after_compaction,
-        ingest,
-        ingest_tenths,
-        stall,
-        write_amplification: written as f64 / logical_bytes.max(1) as f64,
-        queries,
-    })
+    Ok(())
 }
 
 /// Logical bytes of one event's rows, as `workload.md` defines them: per
@@ -393,9 +481,11 @@ pub enum Engine {
 }
 
 /// `config.rounds` rounds of every pattern of `patterns` on every engine of
-/// `engines`. Within a round each pattern runs on each engine in turn, the
-/// engines' order reversed from one round to the next, so that a machine
-/// slowing down or warming up weighs on both alike.
+/// `engines`. Within a round each pattern is loaded into each engine in
+/// turn, the engines' order reversed from one round to the next, and then
+/// queried on all of them, query by query in alternating order
+/// (`time_queries`), so that a machine slowing down, warming up or
+/// stalling for a while weighs on both alike.
 ///
 /// # Errors
 /// The first error of a run.
@@ -412,12 +502,36 @@ pub fn run_rounds(
             if round % 2 == 1 {
                 order.reverse();
             }
+            let mut loaded = Vec::new();
+            let mut measured = Ok(());
             for engine in order {
-                let mut report = match engine {
-                    Engine::Cellardb => run_pattern(config, pattern, progress)?,
+                let opened = match engine {
+                    Engine::Cellardb => open_cellardb(config, pattern),
                     #[cfg(feature = "rocksdb")]
-                    Engine::Rocksdb => crate::baseline::run_pattern(config, pattern, progress)?,
+                    Engine::Rocksdb => crate::baseline::open(config, pattern),
                 };
+                let (name, dir, engine) = match opened {
+                    Ok(opened) => opened,
+                    Err(e) => {
+                        measured = Err(e);
+                        break;
+                    }
+                };
+                loaded.push(Loaded::new(name, dir, engine, config));
+                let last = loaded.len() - 1;
+                measured = loaded[last].load(config, pattern, progress);
+                if measured.is_err() {
+                    break;
+                }
+            }
+            if measured.is_ok() {
+                measured = time_queries(config, pattern, round, &mut loaded, progress);
+            }
+            // Every database is closed and removed, whatever failed.
+            let finished: Vec<Result<PatternReport>> = loaded.into_iter().map(Loaded::finish).collect();
+            measured?;
+            for report in finished {
+                let mut report = report?;
                 report.round = round;
                 reports.push(report);
             }

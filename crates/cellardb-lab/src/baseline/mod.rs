@@ -32,6 +32,7 @@ use cellardb::{Durability, Error, Mutation, Result};
 
 mod run;
 
+pub(crate) use run::open;
 pub use run::{query, read_plan, run_pattern};
 
 /// A RocksDB database holding Bigtable cells.

@@ -14,6 +14,7 @@ use crate::queries::{Answer, CellCollector, CellRef, Form, Plan, Query, Rows};
 use crate::run::{LabConfig, LabEngine, PatternReport, Progress, measure, remove_dir};
 use crate::workload::{SchemaPattern, Workload};
 use cellardb::{Mutation, Result};
+use std::path::PathBuf;
 
 /// Loads `pattern` into a fresh RocksDB database under `config.dir`, with
 /// `config.options`' durability and block-cache size, and measures it as
@@ -28,12 +29,16 @@ pub fn run_pattern(
     pattern: SchemaPattern,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<PatternReport> {
+    let (name, dir, engine) = open(config, pattern)?;
+    measure(config, pattern, name, dir, engine, progress)
+}
+
+/// A fresh RocksDB database for `pattern` under `config.dir`.
+pub(crate) fn open(config: &LabConfig, pattern: SchemaPattern) -> Result<(&'static str, PathBuf, Box<dyn LabEngine>)> {
     let dir = config.dir.join(format!("rocksdb-{}", pattern.name()));
     remove_dir(&dir)?;
     let engine = RocksBaseline::open(&dir, config.options.get_durability(), config.options.get_block_cache_size())?;
-    let report = measure(config, pattern, "rocksdb", &dir, Box::new(engine), progress);
-    remove_dir(&dir)?;
-    report
+    Ok(("rocksdb", dir, Box::new(engine)))
 }
 
 /// Runs `q` in `form` on `db`, which holds `pattern`'s rows of `w`: what

@@ -235,7 +235,7 @@ pub(crate) fn measure(
     engine: Box<dyn LabEngine>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<PatternReport> {
-    let mut loaded = [Loaded::new(name, dir, engine, config)];
+    let mut loaded = [Loaded::new(name, dir, engine, config, pattern)];
     let measured = loaded[0]
         .load(config, pattern, progress)
         .and_then(|()| time_queries(config, pattern, 0, &mut loaded, progress));
@@ -255,9 +255,15 @@ struct Loaded {
 }
 
 impl Loaded {
-    fn new(name: &'static str, dir: PathBuf, engine: Box<dyn LabEngine>, config: &LabConfig) -> Loaded {
+    fn new(
+        name: &'static str,
+        dir: PathBuf,
+        engine: Box<dyn LabEngine>,
+        config: &LabConfig,
+        pattern: SchemaPattern,
+    ) -> Loaded {
         let report = PatternReport {
-            pattern: SchemaPattern::ALL[0],
+            pattern,
             engine: name,
             round: 0,
             events: 0,
@@ -330,7 +336,6 @@ impl Loaded {
         engine.compact()?;
         let written = engine.bytes_written()?;
         self.report = PatternReport {
-            pattern,
             events: total,
             cells: total * pattern.cells_per_event(),
             measurements: total * 4,
@@ -517,7 +522,7 @@ pub fn run_rounds(
                         break;
                     }
                 };
-                loaded.push(Loaded::new(name, dir, engine, config));
+                loaded.push(Loaded::new(name, dir, engine, config, pattern));
                 let last = loaded.len() - 1;
                 measured = loaded[last].load(config, pattern, progress);
                 if measured.is_err() {

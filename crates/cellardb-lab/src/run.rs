@@ -247,7 +247,7 @@ pub(crate) fn measure(
 /// An engine's database while a round measures it: loaded, then queried
 /// (by itself or in turns with the other engines), then closed.
 struct Loaded {
-    engine: Option<Box<dyn LabEngine>>,
+    engine: Box<dyn LabEngine>,
     dir: PathBuf,
     report: PatternReport,
     /// The query parameters: every engine draws the same sequence.
@@ -278,19 +278,19 @@ impl Loaded {
             write_amplification: 0.0,
             queries: Vec::new(),
         };
-        Loaded { engine: Some(engine), dir, report, random: SplitMix64(config.seed) }
+        Loaded { engine, dir, report, random: SplitMix64(config.seed) }
     }
 
     /// Closes the engine, measures what it left on disk, and removes its
     /// database: the report, if every step went well.
-    fn finish(mut self) -> Result<PatternReport> {
-        let closed = self.engine.take().map_or(Ok(()), LabEngine::close);
+    fn finish(self) -> Result<PatternReport> {
+        let Loaded { engine, dir, mut report, .. } = self;
         let bytes =
-            closed.and_then(|()| allocated_bytes(&self.dir, |name| !has_extension(name, "log") && name != "LOCK"));
-        let removed = remove_dir(&self.dir);
-        self.report.bytes_after_compaction = bytes?;
+            engine.close().and_then(|()| allocated_bytes(&dir, |name| !has_extension(name, "log") && name != "LOCK"));
+        let removed = remove_dir(&dir);
+        report.bytes_after_compaction = bytes?;
         removed?;
-        Ok(self.report)
+        Ok(report)
     }
 
     /// Ingests the workload in `pattern`, flushes and fully compacts it,
@@ -301,7 +301,7 @@ impl Loaded {
         pattern: SchemaPattern,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<()> {
-        let engine = self.engine.as_mut().ok_or_else(closed)?;
+        let engine = &mut self.engine;
         let w = config.workload;
         let mut report = |stage, done, total| progress(Progress { pattern, stage, done, total });
         let total = w.events_count();
@@ -351,10 +351,6 @@ impl Loaded {
     }
 }
 
-fn closed() -> Error {
-    Error::InvalidArgument("the lab's engine is closed".into())
-}
-
 /// Times every query in every form on each of `loaded`, which hold
 /// `pattern`: a query's runs on one engine, then the same runs (the same
 /// parameters) on the next, the engines' order alternating from one query
@@ -378,10 +374,9 @@ fn time_queries(
         for e in order {
             progress(Progress { pattern, stage: kind.name(), done: 0, total: runs as u64 });
             let this = &mut loaded[e];
-            let engine = this.engine.as_deref().ok_or_else(closed)?;
             // Each form draws its own parameters: with the same ones, the
             // form measured second would find the first one's blocks cached.
-            let figures = time_query(pattern, &w, engine, (kind, form), runs, &mut this.random)?;
+            let figures = time_query(pattern, &w, &*this.engine, (kind, form), runs, &mut this.random)?;
             this.report.queries.push(figures);
         }
     }
@@ -508,31 +503,8 @@ pub fn run_rounds(
                 order.reverse();
             }
             let mut loaded = Vec::new();
-            let mut measured = Ok(());
-            for engine in order {
-                let opened = match engine {
-                    Engine::Cellardb => open_cellardb(config, pattern),
-                    #[cfg(feature = "rocksdb")]
-                    Engine::Rocksdb => crate::baseline::open(config, pattern),
-                };
-                let (name, dir, engine) = match opened {
-                    Ok(opened) => opened,
-                    Err(e) => {
-                        measured = Err(e);
-                        break;
-                    }
-                };
-                loaded.push(Loaded::new(name, dir, engine, config, pattern));
-                let last = loaded.len() - 1;
-                measured = loaded[last].load(config, pattern, progress);
-                if measured.is_err() {
-                    break;
-                }
-            }
-            if measured.is_ok() {
-                measured = time_queries(config, pattern, round, &mut loaded, progress);
-            }
-            // Every database is closed and removed, whatever failed.
+            let measured = measure_round(config, pattern, round, &order, &mut loaded, progress);
+            // Every database opened is closed and removed, whatever failed.
             let finished: Vec<Result<PatternReport>> = loaded.into_iter().map(Loaded::finish).collect();
             measured?;
             for report in finished {
@@ -543,6 +515,31 @@ pub fn run_rounds(
         }
     }
     Ok(reports)
+}
+
+/// Opens and loads each of `engines` in turn into `loaded`, then times the
+/// queries on all of them; stops at the first error, leaving in `loaded`
+/// every engine opened.
+fn measure_round(
+    config: &LabConfig,
+    pattern: SchemaPattern,
+    round: usize,
+    engines: &[Engine],
+    loaded: &mut Vec<Loaded>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<()> {
+    for engine in engines {
+        let (name, dir, engine) = match engine {
+            Engine::Cellardb => open_cellardb(config, pattern)?,
+            #[cfg(feature = "rocksdb")]
+            Engine::Rocksdb => crate::baseline::open(config, pattern)?,
+        };
+        let mut this = Loaded::new(name, dir, engine, config, pattern);
+        let result = this.load(config, pattern, progress);
+        loaded.push(this);
+        result?;
+    }
+    time_queries(config, pattern, round, loaded, progress)
 }
 
 /// Bytes allocated on disk to the files of `dir` whose names pass `keep`.
@@ -569,4 +566,67 @@ pub(crate) fn remove_dir(dir: &Path) -> Result<()> {
 /// Whether file `name` ends in `.ext` (the engine names its files in lower case).
 fn has_extension(name: &str, ext: &str) -> bool {
     std::path::Path::new(name).extension().is_some_and(|e| e == ext)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Engines queried in turn get the same parameters, run for run, each
+    /// from its own sequence: two cellardb databases holding the same
+    /// pattern read the same cells in every query, whichever goes first.
+    #[test]
+    fn engines_queried_in_turn_answer_the_same_queries() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LabConfig {
+            workload: Workload::new(2, 1),
+            options: Options::default(),
+            dir: dir.path().to_path_buf(),
+            samples: 4,
+            seed: 3,
+            rounds: 1,
+        };
+        let pattern = SchemaPattern::BucketNewCell;
+        let mut loaded: Vec<Loaded> = ["a", "b"]
+            .into_iter()
+            .map(|name| {
+                let (_, _, engine) =
+                    open_cellardb(&LabConfig { dir: dir.path().join(name), ..config.clone() }, pattern).unwrap();
+                Loaded::new(
+                    "cellardb",
+                    dir.path().join(name).join("cellardb-bucket-new-cell"),
+                    engine,
+                    &config,
+                    pattern,
+                )
+            })
+            .collect();
+        for this in &mut loaded {
+            this.load(&config, pattern, &mut |_| {}).unwrap();
+        }
+        for round in 0..2 {
+            time_queries(&config, pattern, round, &mut loaded, &mut |_| {}).unwrap();
+        }
+        // Each engine drew the same parameters from its own sequence, one a
+        // run: both stand where a fresh sequence stands after every run.
+        let runs: usize = QueryKind::ALL
+            .iter()
+            .map(|k| k.forms().len() * if k.is_fleet() { (config.samples / 20).max(3) } else { config.samples })
+            .sum();
+        let mut fresh = SplitMix64(config.seed);
+        (0..2 * runs).for_each(|_| {
+            fresh.next_u64();
+        });
+        assert_eq!((loaded[0].random.0, loaded[1].random.0), (fresh.0, fresh.0));
+        let [a, b] = <[Loaded; 2]>::try_from(loaded).ok().unwrap();
+        let (a, b) = (a.finish().unwrap(), b.finish().unwrap());
+        let forms = QueryKind::ALL.iter().map(|k| k.forms().len()).sum::<usize>();
+        assert_eq!(a.queries.len(), 2 * forms);
+        for (qa, qb) in a.queries.iter().zip(&b.queries) {
+            assert_eq!(
+                (qa.kind, qa.form, qa.cells_read, qa.measurements),
+                (qb.kind, qb.form, qb.cells_read, qb.measurements)
+            );
+        }
+    }
 }

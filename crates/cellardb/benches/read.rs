@@ -7,6 +7,8 @@
 //!   turn every file down);
 //! - `block-decode`: the same point read with no block cache, so each read
 //!   fetches, checks and decodes one data block;
+//! - `block-decode-wide`: the `seek` read with no block cache: one block of
+//!   one column's minutes fetched, checked and decoded;
 //! - `seek`: one column of a wide row over an hour, a seek into the column;
 //! - `reversed-seek`: the newest cell of each column of a prefix's last
 //!   row, read backwards with a limit of one row;
@@ -62,6 +64,13 @@ fn load(dir: &Path, cache: usize, (sources, minutes): (u32, i64)) -> (Db, Table,
     (db, narrow, wide)
 }
 
+/// One hour of the `pressure` column, the hour drawn from `r`.
+fn hour_of_pressure(r: u32) -> Filter {
+    let hour = i64::from(r >> 8) % (scale().1 / 60);
+    let time = TimeRange::new(hour * 3600 * 1_000_000, (hour + 1) * 3600 * 1_000_000);
+    Filter::chain([Filter::column_qualifier_regex("pressure"), Filter::timestamp_range(time)])
+}
+
 fn reads(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let (sources, minutes) = scale();
@@ -90,10 +99,7 @@ fn reads(c: &mut Criterion) {
     group.bench_function("seek", |b| {
         b.iter(|| {
             let r = next();
-            let hour = i64::from(r >> 8) % (minutes / 60);
-            let time = TimeRange::new(hour * 3600 * 1_000_000, (hour + 1) * 3600 * 1_000_000);
-            let filter = Filter::chain([Filter::column_qualifier_regex("pressure"), Filter::timestamp_range(time)]);
-            let row = wide.read_row(wide_key(r % sources), &filter).expect("read").expect("row");
+            let row = wide.read_row(wide_key(r % sources), &hour_of_pressure(r)).expect("read").expect("row");
             assert_eq!(row.cell_count(), 60);
         });
     });
@@ -115,12 +121,20 @@ fn reads(c: &mut Criterion) {
 
     let db = Options::default().block_cache_size(0).open(dir.path()).expect("reopen");
     let narrow = db.table("narrow").expect("table");
+    let wide = db.table("wide").expect("table");
     let mut group = c.benchmark_group("read");
     group.bench_function("block-decode", |b| {
         b.iter(|| {
             let r = next();
             let key = narrow_key(r % sources, i64::from(r >> 8) % minutes);
             black_box(narrow.read_row(key, &all).expect("read").expect("row"))
+        });
+    });
+    group.bench_function("block-decode-wide", |b| {
+        b.iter(|| {
+            let r = next();
+            let row = wide.read_row(wide_key(r % sources), &hour_of_pressure(r)).expect("read").expect("row");
+            assert_eq!(row.cell_count(), 60);
         });
     });
     group.finish();

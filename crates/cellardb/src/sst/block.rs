@@ -6,9 +6,13 @@
 //! the block's smallest, in the narrowest width that holds the block's
 //! largest; a field equal in every entry (sequence numbers after a full
 //! compaction, kinds where every entry is a cell) takes no space at all, nor
-//! does one that grows by a fixed step (each entry its own row, values of
-//! one length), and timestamps count in the largest unit dividing their
-//! differences (minutes, in a series of minutes). Beside them: the rebuilt
+//! does one that grows or shrinks by a fixed step (each entry its own row,
+//! values of one length, a column's minutes), and timestamps count in the
+//! largest unit dividing their differences (minutes, in a series of
+//! minutes). A block of one column whose timestamps and sequence numbers
+//! step evenly (what a compacted column of regular measurements is) is
+//! seen to from the stored stream's tag and decoded without a pass over
+//! its entries for either field. Beside them: the rebuilt
 //! row keys, the qualifier dictionary and the values, copied out of the
 //! decompressed block, whose encoded streams are then dropped. A block of
 //! one wide row of small measurements costs about 7 bytes an entry where
@@ -34,6 +38,10 @@ enum Ints {
     /// Value `i` is `i` times the step: each entry its own row, or values
     /// of one length back to back. Costs nothing per entry.
     Stride(u64),
+    /// Value `i` is the given top minus `i`: a column's timestamps, newest
+    /// first at a fixed interval (in the field's unit). Costs nothing per
+    /// entry.
+    Countdown(u64),
     U8(Box<[u8]>),
     U16(Box<[u16]>),
     U32(Box<[u32]>),
@@ -68,6 +76,7 @@ impl Ints {
         match self {
             Ints::Zero => 0,
             Ints::Stride(step) => i as u64 * step,
+            Ints::Countdown(top) => top - i as u64,
             Ints::U8(v) => u64::from(v[i]),
             Ints::U16(v) => u64::from(v[i]),
             Ints::U32(v) => u64::from(v[i]),
@@ -80,6 +89,7 @@ impl Ints {
         match self {
             Ints::Zero => (0..n).for_each(|_| f(0)),
             Ints::Stride(step) => (0..n as u64).for_each(|i| f(i * step)),
+            Ints::Countdown(top) => (0..n as u64).for_each(|i| f(top - i)),
             Ints::U8(v) => v.iter().for_each(|&x| f(u64::from(x))),
             Ints::U16(v) => v.iter().for_each(|&x| f(u64::from(x))),
             Ints::U32(v) => v.iter().for_each(|&x| f(u64::from(x))),
@@ -90,7 +100,7 @@ impl Ints {
     /// Bytes of memory held.
     fn bytes(&self) -> usize {
         match self {
-            Ints::Zero | Ints::Stride(_) => 0,
+            Ints::Zero | Ints::Stride(_) | Ints::Countdown(_) => 0,
             Ints::U8(v) => v.len(),
             Ints::U16(v) => v.len() * 2,
             Ints::U32(v) => v.len() * 4,
@@ -219,6 +229,22 @@ impl Field {
     /// The field of `n` entries all equal to `value`.
     fn same(value: u64) -> Field {
         Field { base: value, unit: 1, offsets: Ints::Zero }
+    }
+
+    /// The `n` signed values `first`, `first + step`, ... order-mapped
+    /// ([`SIGN`]), with no per-entry pass, and the smallest and largest;
+    /// `None` if there are none or the last overflows. A column of
+    /// minutes, or of sequence numbers all 0, decodes so.
+    #[allow(clippy::cast_possible_wrap, reason = "a block holds fewer than 2^23 entries")]
+    fn arithmetic(first: i64, step: i64, n: usize) -> Option<(Field, u64, u64)> {
+        let last = step.checked_mul(n.checked_sub(1)? as i64)?.checked_add(first)?;
+        let (lo, hi) = (first.min(last).cast_unsigned() ^ SIGN, first.max(last).cast_unsigned() ^ SIGN);
+        let field = match step.signum() {
+            0 => Field::same(lo),
+            1 => Field { base: lo, unit: step.unsigned_abs(), offsets: Ints::Stride(1) },
+            _ => Field { base: lo, unit: step.unsigned_abs(), offsets: Ints::Countdown(n as u64 - 1) },
+        };
+        Some((field, lo, hi))
     }
 
     #[inline]
@@ -532,28 +558,31 @@ impl DecodedBlock {
             return Err(c.error("qualifier dictionary is empty"));
         }
         let packed = flags & FLAG_PACKED_STREAMS != 0;
-        let kinds_at = read_stream(&mut c, n, packed.then_some("kinds"), "kinds", kinds)?;
+        let (kinds_at, same_kind) = read_stream_unless_same(&mut c, n, packed.then_some("kinds"), "kinds", kinds)?;
         decode_qualifier_ids(&mut c, n, qual_count, packed, scratch, qids)?;
-        let timestamps_at =
+        let (timestamps_at, deltas) =
             read_delta_stream(&mut c, qids, qual_count, packed, "timestamp", scratch, (&mut *heads, &mut *rest))?;
-        let (min, max) = undelta(scratch, qids, qual_count);
+        let (timestamps, min, max) = undelta_field(deltas, scratch, qids, qual_count, Field::pack_in_units);
         let in_range = |v: u64| (v ^ SIGN).cast_signed().checked_mul(scale).is_some();
         if n > 0 && !(in_range(min) && in_range(max)) {
             return Err(c.error_at(timestamps_at, "timestamp out of range"));
         }
-        let timestamps = Field::pack_in_units(scratch, min, max);
-        let seqs_at = read_delta_stream(&mut c, qids, qual_count, packed, "sequence", scratch, (heads, rest))?;
-        let (min, max) = undelta(scratch, qids, qual_count);
+        let (seqs_at, deltas) =
+            read_delta_stream(&mut c, qids, qual_count, packed, "sequence", scratch, (heads, rest))?;
+        let (seqs, min, _) = undelta_field(deltas, scratch, qids, qual_count, Field::pack_in);
         if n > 0 && min < SIGN {
             return Err(c.error_at(seqs_at, "negative sequence number"));
         }
-        let seqs = Field::pack_in(scratch, min, max);
         let (value_starts, value_lens, values) = decode_values(&mut c, qids, qual_count, packed, scratch, starts)?;
         if !c.is_empty() {
             return Err(c.error("end of block"));
         }
         let put = u64::from(EntryKind::Put as u8);
-        let kinds = if kinds.iter().all(|&k| k == put) {
+        if let Some(kind) = same_kind.filter(|&k| k != put) {
+            kinds.clear();
+            kinds.resize(n, kind);
+        }
+        let kinds = if same_kind == Some(put) || kinds.iter().all(|&k| k == put) {
             Field::same(put)
         } else {
             for (i, &tag) in kinds.iter().enumerate() {
@@ -568,9 +597,13 @@ impl DecodedBlock {
             }
             Field::pack(kinds)
         };
-        scratch.clear();
-        scratch.extend(qids.iter().map(|&q| u64::from(q)));
-        let qualifier_of = Field::pack_in(scratch, 0, qual_count.saturating_sub(1) as u64);
+        let qualifier_of = if qual_count <= 1 {
+            Field::same(0)
+        } else {
+            scratch.clear();
+            scratch.extend(qids.iter().map(|&q| u64::from(q)));
+            Field::pack_in(scratch, 0, qual_count as u64 - 1)
+        };
         Ok(DecodedBlock {
             len: n,
             row_bytes,
@@ -643,6 +676,8 @@ fn decode_rows(
     row_bytes.clear();
     let mut row_ends: Vec<u32> = Vec::with_capacity(count);
     row_of.clear();
+    // A block of one row needs no per-entry row: every entry is row 0.
+    let mut covered = 0;
     for r in 0..count {
         let prev_start = if r < 2 { 0 } else { row_ends[r - 2] as usize };
         let prev_len = row_bytes.len() - prev_start;
@@ -651,7 +686,7 @@ fn decode_rows(
         if shared + suffix.len() > MAX_ROW_KEY {
             return Err(c.error("row key longer than the 4 KiB limit"));
         }
-        let run = c.len(entries - row_of.len(), "row run")?;
+        let run = c.len(entries - covered, "row run")?;
         if run == 0 {
             return Err(c.error("row with no entries"));
         }
@@ -659,9 +694,12 @@ fn decode_rows(
         row_bytes.extend_from_slice(suffix);
         let end = u32::try_from(row_bytes.len()).map_err(|_| c.error("row keys"))?;
         row_ends.push(end);
-        row_of.extend(std::iter::repeat_n(r as u64, run));
+        covered += run;
+        if count > 1 {
+            row_of.extend(std::iter::repeat_n(r as u64, run));
+        }
     }
-    if row_of.len() != entries {
+    if covered != entries {
         return Err(c.error("row runs do not add up to the entry count"));
     }
     Ok((Box::from(&row_bytes[..]), row_ends.into()))
@@ -700,15 +738,32 @@ fn read_stream(
     what: &'static str,
     out: &mut Vec<u64>,
 ) -> Result<StreamAt, DecodeError> {
+    let (at, same) = read_stream_unless_same(c, n, packed, what, out)?;
+    if let Some(value) = same {
+        out.clear();
+        out.resize(n, value);
+    }
+    Ok(at)
+}
+
+/// [`read_stream`], except that a stream of one value (`Stream::Same`)
+/// is not spread into `out`: its value is returned instead.
+fn read_stream_unless_same(
+    c: &mut Cursor<'_>,
+    n: usize,
+    packed: Option<&'static str>,
+    what: &'static str,
+    out: &mut Vec<u64>,
+) -> Result<(StreamAt, Option<u64>), DecodeError> {
     let start = c.position();
     let Some(what) = packed else {
         if what == "kinds" {
             out.clear();
             out.extend(c.bytes(n, what)?.iter().map(|&k| u64::from(k)));
-            return Ok(StreamAt { data: start, values: start, encoding: Stream::Offsets8 });
+            return Ok((StreamAt { data: start, values: start, encoding: Stream::Offsets8 }, None));
         }
         c.varints(n, what, out)?;
-        return Ok(StreamAt { data: start, values: start, encoding: Stream::Varints });
+        return Ok((StreamAt { data: start, values: start, encoding: Stream::Varints }, None));
     };
     let tag = c.u8(what)?;
     let encoding = Stream::from_tag(tag).ok_or_else(|| c.error_at(start, "unknown stream encoding"))?;
@@ -716,17 +771,49 @@ fn read_stream(
     out.clear();
     if encoding == Stream::Varints {
         c.varints(n, what, out)?;
-        return Ok(StreamAt { data, values: data, encoding });
+        return Ok((StreamAt { data, values: data, encoding }, None));
     }
     let base = c.varint(what)?;
     let values = c.position();
     match encoding {
-        Stream::Same => out.resize(n, base),
+        Stream::Same => return Ok((StreamAt { data, values, encoding }, Some(base))),
         Stream::Offsets8 => unpack::<1>(c, n, base, what, out)?,
         Stream::Offsets16 => unpack::<2>(c, n, base, what, out)?,
         _ => unpack::<4>(c, n, base, what, out)?,
     }
-    Ok(StreamAt { data, values, encoding })
+    Ok((StreamAt { data, values, encoding }, None))
+}
+
+/// A stream of per-qualifier deltas, read ([`read_delta_stream`]).
+#[derive(Debug, Clone, Copy)]
+enum Deltas {
+    /// Spread into the caller's buffer, one an entry.
+    Spread,
+    /// Left unspread: a block of one qualifier whose deltas after the
+    /// first are all equal, so that its values step evenly. Both zigzagged,
+    /// as stored.
+    Even { first: u64, step: u64 },
+}
+
+impl Deltas {
+    /// The field of the `n` values the deltas give, without undoing them
+    /// one by one; `None` if they are spread (or overflow, which the
+    /// general path handles as it handles any block).
+    fn even_field(self, n: usize) -> Option<(Field, u64, u64)> {
+        match self {
+            Deltas::Spread => None,
+            Deltas::Even { first, step } => Field::arithmetic(unzigzag(first), unzigzag(step), n),
+        }
+    }
+
+    /// Spreads unspread deltas into `out`.
+    fn spread(self, n: usize, out: &mut Vec<u64>) {
+        if let Deltas::Even { first, step } = self {
+            out.clear();
+            out.push(first);
+            out.resize(n, step);
+        }
+    }
 }
 
 /// Reads a stream of per-qualifier deltas into `out`, one an entry of
@@ -741,18 +828,25 @@ fn read_delta_stream(
     what: &'static str,
     out: &mut Vec<u64>,
     (heads, rest): (&mut Vec<u64>, &mut Vec<u64>),
-) -> Result<usize, DecodeError> {
+) -> Result<(usize, Deltas), DecodeError> {
     let start = c.position();
     if !packed {
         c.varints(qids.len(), what, out)?;
-        return Ok(start);
+        return Ok((start, Deltas::Spread));
     }
     // Every qualifier of the dictionary has a first entry, in id order.
     heads.clear();
     for _ in 0..quals.min(qids.len()) {
         heads.push(c.varint(what)?);
     }
-    read_stream(c, qids.len() - heads.len(), Some(what), what, rest)?;
+    let n_rest = qids.len() - heads.len();
+    if let (_, Some(step)) = read_stream_unless_same(c, n_rest, Some(what), what, rest)? {
+        if let [first] = heads[..] {
+            return Ok((start, Deltas::Even { first, step }));
+        }
+        rest.clear();
+        rest.resize(n_rest, step);
+    }
     out.clear();
     out.reserve(qids.len());
     let (mut next_head, mut others) = (0, rest.iter().copied());
@@ -764,7 +858,7 @@ fn read_delta_stream(
             out.push(others.next().ok_or_else(|| c.error_at(start, what))?);
         }
     }
-    Ok(start)
+    Ok((start, Deltas::Spread))
 }
 
 /// `n` little-endian offsets of `W` bytes from `base` into `out`.
@@ -783,6 +877,24 @@ fn unpack<const W: usize>(
         base.wrapping_add(u64::from_le_bytes(le))
     }));
     Ok(())
+}
+
+/// The field of the values that per-qualifier `deltas` give (spread in
+/// `out`, or not), packed by `pack` unless they step evenly; and the
+/// smallest and largest value (`(u64::MAX, 0)` if none).
+fn undelta_field(
+    deltas: Deltas,
+    out: &mut Vec<u64>,
+    qids: &[u32],
+    quals: usize,
+    pack: fn(&[u64], u64, u64) -> Field,
+) -> (Field, u64, u64) {
+    if let Some(even) = deltas.even_field(qids.len()) {
+        return even;
+    }
+    deltas.spread(qids.len(), out);
+    let (min, max) = undelta(out, qids, quals);
+    (pack(out, min, max), min, max)
 }
 
 /// Turns a stream of zigzag per-qualifier deltas in `out` into the values,
@@ -820,11 +932,18 @@ fn decode_qualifier_ids(
     raw: &mut Vec<u64>,
     qids: &mut Vec<u32>,
 ) -> Result<(), DecodeError> {
-    let at = read_stream(c, n, packed.then_some("qualifier id"), "qualifier id", raw)?;
+    let (at, same) = read_stream_unless_same(c, n, packed.then_some("qualifier id"), "qualifier id", raw)?;
+    qids.clear();
+    if let Some(q) = same {
+        if n > 0 && q >= quals as u64 {
+            return Err(c.error_at(at.offset_of(c, 0), "qualifier id"));
+        }
+        qids.resize(n, q as u32);
+        return Ok(());
+    }
     if let Some(bad) = raw.iter().position(|&q| q >= quals as u64) {
         return Err(c.error_at(at.offset_of(c, bad), "qualifier id"));
     }
-    qids.clear();
     qids.extend(raw.iter().map(|&q| q as u32));
     Ok(())
 }
@@ -1051,11 +1170,13 @@ mod tests {
             .collect();
         let raw = encode(&entries);
         let block = DecodedBlock::decode(&raw).unwrap();
-        // 2-byte timestamp offsets (in minutes) and the 3-byte values; row,
-        // qualifier, kind, sequence and the values' lengths and offsets (a
-        // stride) cost nothing (a fixed 40-byte slot per entry beside the
-        // kept encoded block cost about 50 bytes an entry).
-        assert!(block.memory_bytes() <= 5 * entries.len() + 512, "{} bytes", block.memory_bytes());
+        assert_eq!(block.entries().map(EntryRef::to_entry).collect::<Vec<_>>(), entries);
+        // The 3-byte values alone: row, qualifier, kind, sequence, the
+        // timestamps (a minute apart, newest first) and the values'
+        // lengths and offsets (a stride) cost nothing. Timestamps cost 2
+        // bytes an entry before they were seen to step evenly; a fixed
+        // 40-byte slot per entry beside the kept encoded block cost 50.
+        assert!(block.memory_bytes() <= 3 * entries.len() + 512, "{} bytes", block.memory_bytes());
     }
 
     #[test]
@@ -1090,6 +1211,30 @@ mod tests {
     }
 
     #[test]
+    fn evenly_stepping_columns_round_trip_at_every_step_and_sign() {
+        let put = |row: String, t: i64, seq: u64| Entry::put(row.into(), "q".into(), t, seq, "v".into());
+        for step in [1i64, 7, 1000, 60_000_000, i64::MAX / 4] {
+            for seq_step in [0u64, 1, 5] {
+                for n in [1i64, 2, 3, 500].into_iter().filter(|&n| step.checked_mul(n + 1).is_some()) {
+                    // One column, newest first: the timestamps count down.
+                    let column: Vec<Entry> =
+                        (0..n).map(|i| put("r".into(), -step * i + 17_000, 3 + i.cast_unsigned() * seq_step)).collect();
+                    assert_eq!(round_trip(&column), column, "step {step}, seq step {seq_step}, n {n}");
+                    // A row each: the timestamps count up.
+                    let rows: Vec<Entry> = (0..n)
+                        .map(|i| put(format!("r{i:04}"), step * i - 40_000, 9_000 - i.cast_unsigned() * seq_step))
+                        .collect();
+                    assert_eq!(round_trip(&rows), rows, "step {step}, seq step {seq_step}, n {n}");
+                }
+            }
+        }
+        // A step that would overflow i64 by the last entry is taken the
+        // general way (its wrapped values are out of range).
+        let far = [put("a".into(), i64::MAX, 0), put("b".into(), i64::MIN, 0), put("c".into(), i64::MIN + 1, 0)];
+        assert_eq!(round_trip(&far), far);
+    }
+
+    #[test]
     fn timestamps_of_a_common_unit_and_without_one_round_trip() {
         let at = |row: &str, t: i64| Entry::put(row.to_owned().into(), "q".into(), t, 0, "v".into());
         // Minutes in microseconds (a unit of 60 000 000), around zero.
@@ -1121,11 +1266,11 @@ mod tests {
         let block = DecodedBlock::decode(&encode(&entries)).unwrap();
         let decoded: Vec<Entry> = block.entries().map(EntryRef::to_entry).collect();
         assert_eq!(decoded, entries);
-        // Each entry: its 32-byte row key, the key's 4-byte end, its 14
-        // bytes of value and a 2-byte timestamp (minutes, not
-        // microseconds); rows and value offsets are strides and cost
-        // nothing (they cost 2 bytes each, and the timestamp 4).
-        let per_entry = 32 + 4 + 14 + 2;
+        // Each entry: its 32-byte row key, the key's 4-byte end and its 14
+        // bytes of value; rows, value offsets and timestamps (a minute
+        // apart) step evenly and cost nothing (they cost 2 bytes each, and
+        // the timestamp 4, then 2 in minutes).
+        let per_entry = 32 + 4 + 14;
         assert!(block.memory_bytes() <= per_entry * entries.len() + 512, "{} bytes", block.memory_bytes());
     }
 

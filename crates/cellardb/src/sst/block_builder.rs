@@ -183,6 +183,15 @@ impl BlockBuilder {
         self.estimate
     }
 
+    /// Whether the entries added are of one column of one row, and `next`
+    /// starts another column of that row.
+    pub fn is_column_before(&self, next: &EntryRef<'_>) -> bool {
+        self.rows.len() == 1
+            && self.quals.len() == 1
+            && self.row_bytes[..] == *next.row
+            && self.qualifier(0) != next.qualifier
+    }
+
     /// Number of entries added.
     pub fn len(&self) -> usize {
         self.kinds.len()

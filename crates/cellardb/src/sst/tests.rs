@@ -132,3 +132,44 @@ fn entries_out_of_order_are_refused() {
     let err = w.add(Entry::put("a".into(), "q".into(), 0, 2, "v".into()).as_ref()).unwrap_err();
     assert!(matches!(err, crate::Error::InvalidArgument(_)), "{err}");
 }
+
+/// Each block's last key, as (row, qualifier), in file order.
+fn block_ends(reader: &SstReader) -> Vec<(String, String)> {
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    reader.index().iter().map(|e| (text(&e.last_key.row), text(&e.last_key.qualifier))).collect()
+}
+
+/// `cells` minutes of each of `columns` in row `row`, newest first.
+fn wide_row(row: &str, columns: &[&str], cells: i64) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    for q in columns {
+        for m in (0..cells).rev() {
+            entries.push(Entry::put(
+                row.to_owned().into(),
+                q.as_bytes().to_vec().into(),
+                m * 60_000_000,
+                0,
+                "1234".into(),
+            ));
+        }
+    }
+    entries
+}
+
+#[test]
+fn a_wide_row_column_more_than_a_quarter_block_ends_its_block() {
+    let fs = MemFs::new();
+    // 4096 bytes hold about 400 of these cells: 150 are over a quarter.
+    let reader = write(&fs, &wide_row("r", &["a", "b", "c"], 150), 4096, Compression::None);
+    let ends = block_ends(&reader);
+    assert_eq!(ends, [("r".into(), "a".into()), ("r".into(), "b".into()), ("r".into(), "c".into())]);
+    // 50 cells are under a quarter: columns share blocks, cut by size.
+    let reader =
+        write(&fs, &wide_row("r", &["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"], 50), 4096, Compression::None);
+    assert!(block_ends(&reader).len() < 5, "{:?}", block_ends(&reader));
+    // A block of many rows is cut by size only, whatever the columns.
+    let mut narrow: Vec<Entry> = (0..300).flat_map(|m| wide_row(&format!("r{m:04}"), &["a", "b"], 1)).collect();
+    narrow.sort_by(|a, b| a.key.cmp(&b.key));
+    let reader = write(&fs, &narrow, 4096, Compression::None);
+    assert!(block_ends(&reader).len() <= 3, "{:?}", block_ends(&reader));
+}

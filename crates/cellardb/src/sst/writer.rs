@@ -176,12 +176,19 @@ impl SstWriter {
         self.offset
     }
 
-    /// Adds the next entry.
+    /// Adds the next entry. A block is ended once it reaches the block
+    /// size, and also before the next column of a wide row where the block
+    /// holds one column alone and is at least a quarter full: a read of a
+    /// column's newest cells (or of any stretch of it) then decodes blocks
+    /// of that column only, the case block decoding makes cheapest.
     ///
     /// # Errors
     /// `Error::InvalidArgument` if `entry` does not sort after the previous
     /// one; `Error::Io` if a full block cannot be written.
     pub fn add(&mut self, entry: EntryRef<'_>) -> Result<()> {
+        if self.block.estimated_size() >= self.options.block_size / 4 && self.block.is_column_before(&entry) {
+            self.finish_data_block()?;
+        }
         self.push(entry)?;
         if self.block.estimated_size() >= self.options.block_size {
             self.finish_data_block()?;

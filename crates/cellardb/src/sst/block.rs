@@ -789,9 +789,10 @@ fn read_stream_unless_same(
 enum Deltas {
     /// Spread into the caller's buffer, one an entry.
     Spread,
-    /// Left unspread: a block of one qualifier whose deltas after the
-    /// first are all equal, so that its values step evenly. Both zigzagged,
-    /// as stored.
+    /// Left unspread: the values step evenly from the first (a block of
+    /// one qualifier whose deltas after the first are all equal, or of any
+    /// number whose deltas after the first are all 0). Both zigzagged, as
+    /// stored.
     Even { first: u64, step: u64 },
 }
 
@@ -841,7 +842,11 @@ fn read_delta_stream(
     }
     let n_rest = qids.len() - heads.len();
     if let (_, Some(step)) = read_stream_unless_same(c, n_rest, Some(what), what, rest)? {
-        if let [first] = heads[..] {
+        // One column stepping evenly; or several whose deltas are all 0
+        // after the first entry's (sequence numbers after a compaction).
+        if let [first, ref others @ ..] = heads[..]
+            && (others.is_empty() || (step == 0 && others.iter().all(|&d| d == 0)))
+        {
             return Ok((start, Deltas::Even { first, step }));
         }
         rest.clear();
@@ -1228,6 +1233,16 @@ mod tests {
                 }
             }
         }
+        // Several columns a row, one timestamp and one sequence number for
+        // all: constant fields, however many qualifiers; then the same with
+        // one entry apart, taken the general way.
+        let cell = |r: i64, q: &str, t: i64, seq: u64| {
+            Entry::put(format!("r{r:04}").into(), q.as_bytes().to_vec().into(), t, seq, "v".into())
+        };
+        let mut same: Vec<Entry> = (0..300).flat_map(|r| ["a", "b", "c"].map(|q| cell(r, q, 5_000, 7))).collect();
+        assert_eq!(round_trip(&same), same);
+        same[400] = cell(133, "b", 4_000, 9);
+        assert_eq!(round_trip(&same), same);
         // A step that would overflow i64 by the last entry is taken the
         // general way (its wrapped values are out of range).
         let far = [put("a".into(), i64::MAX, 0), put("b".into(), i64::MIN, 0), put("c".into(), i64::MIN + 1, 0)];

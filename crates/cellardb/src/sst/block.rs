@@ -9,10 +9,10 @@
 //! does one that grows or shrinks by a fixed step (each entry its own row,
 //! values of one length, a column's minutes), and timestamps count in the
 //! largest unit dividing their differences (minutes, in a series of
-//! minutes). A block of one column whose timestamps and sequence numbers
-//! step evenly (what a compacted column of regular measurements is) is
-//! seen to from the stored stream's tag and decoded without a pass over
-//! its entries for either field. Beside them: the rebuilt
+//! minutes). Where a stored stream says by its tag that its values step
+//! evenly (a compacted column of regular measurements: one delta after
+//! the first, for timestamps and for sequence numbers), the field is made
+//! from the tag, without a pass over the entries. Beside them: the rebuilt
 //! row keys, the qualifier dictionary and the values, copied out of the
 //! decompressed block, whose encoded streams are then dropped. A block of
 //! one wide row of small measurements costs about 7 bytes an entry where

@@ -51,14 +51,25 @@ enum Ints {
 impl Ints {
     /// `values` minus `min` in units of `unit`, where no value is below
     /// `min` or above `max` and `unit` divides every difference.
-    #[allow(clippy::cast_possible_truncation, reason = "each width is chosen to hold the largest offset")]
     fn pack(values: &[u64], min: u64, max: u64, unit: &Divisor) -> Ints {
-        let offset = |v: u64| unit.quotient(v - min);
         // No values at all: `min` is above `max`.
         let largest = unit.quotient(max.saturating_sub(min));
         if largest == 0 {
             return Ints::Zero;
         }
+        // In units of 1 (most fields) an offset is a subtraction, which
+        // the compiler can run several values at a time.
+        if unit.value == 1 {
+            Ints::pack_offsets(values, largest, |v| v - min)
+        } else {
+            Ints::pack_offsets(values, largest, |v| unit.quotient(v - min))
+        }
+    }
+
+    /// `values` as offsets (`offset` of each), none above `largest`.
+    #[allow(clippy::cast_possible_truncation, reason = "each width is chosen to hold the largest offset")]
+    #[inline]
+    fn pack_offsets(values: &[u64], largest: u64, offset: impl Fn(u64) -> u64) -> Ints {
         if let Some(step) = stride(values.iter().map(|&v| offset(v))) {
             return Ints::Stride(step);
         }
@@ -968,20 +979,19 @@ fn decode_values(
     // Each length is at most the bytes left, under 4 GiB, and there are
     // fewer entries than bytes: their sums cannot overflow.
     let left = c.remaining() as u64;
-    let (mut min_len, mut max_len) = (u64::MAX, 0);
-    for (i, &len) in lens.iter().enumerate() {
-        if len > left {
-            return Err(c.error_at(at.offset_of(c, i), "value length"));
-        }
-        (min_len, max_len) = (min_len.min(len), max_len.max(len));
+    let (min_len, max_len) = min_max(lens);
+    if max_len > left {
+        let i = lens.iter().position(|&len| len > left).unwrap_or(0);
+        return Err(c.error_at(at.offset_of(c, i), "value length"));
     }
     starts.clear();
     let total = if quals == 1 {
         let mut at = 0;
-        for &len in lens.iter() {
-            starts.push(at);
+        starts.extend(lens.iter().map(|&len| {
+            let start = at;
             at += len;
-        }
+            start
+        }));
         at
     } else {
         let mut cursor = vec![0u64; quals];
@@ -992,11 +1002,12 @@ fn decode_values(
         for group in &mut cursor {
             (*group, total) = (total, total + *group);
         }
-        for (&qid, &len) in qids.iter().zip(lens.iter()) {
+        starts.extend(qids.iter().zip(lens.iter()).map(|(&qid, &len)| {
             let start = &mut cursor[qid as usize];
-            starts.push(*start);
+            let at = *start;
             *start += len;
-        }
+            at
+        }));
         total
     };
     let values: Box<[u8]> = c.bytes(usize::try_from(total).map_err(|_| c.error("values"))?, "values")?.into();

@@ -951,14 +951,24 @@ fn decode_qualifier_ids(
     let (at, same) = read_stream_unless_same(c, n, packed.then_some("qualifier id"), "qualifier id", raw)?;
     qids.clear();
     if let Some(q) = same {
-        if n > 0 && q >= quals as u64 {
+        // One id for every entry: the dictionary's only qualifier.
+        if n > 0 && (q != 0 || quals != 1) {
             return Err(c.error_at(at.offset_of(c, 0), "qualifier id"));
         }
-        qids.resize(n, q as u32);
+        qids.resize(n, 0);
         return Ok(());
     }
-    if let Some(bad) = raw.iter().position(|&q| q >= quals as u64) {
-        return Err(c.error_at(at.offset_of(c, bad), "qualifier id"));
+    // Ids are given in order of first appearance, and every qualifier of
+    // the dictionary appears: the per-qualifier deltas rely on both.
+    let mut next = 0;
+    for (i, &q) in raw.iter().enumerate() {
+        if q > next || q >= quals as u64 {
+            return Err(c.error_at(at.offset_of(c, i), "qualifier id"));
+        }
+        next += u64::from(q == next);
+    }
+    if next != quals as u64 {
+        return Err(c.error_at(at.data, "qualifier id: a dictionary entry no entry uses"));
     }
     qids.extend(raw.iter().map(|&q| q as u32));
     Ok(())
@@ -1333,6 +1343,29 @@ mod tests {
         ];
         let decoded: Vec<Entry> = DecodedBlock::decode(&unpacked).unwrap().entries().map(EntryRef::to_entry).collect();
         assert_eq!(decoded, entries);
+    }
+
+    #[test]
+    fn qualifier_ids_out_of_first_appearance_order_are_an_error() {
+        // The worked example's block, its qualifier ids (bytes 20..23, after
+        // the tag at 19) changed.
+        let block = |ids: [u8; 3]| {
+            let mut raw = encode(&[
+                Entry::put("r1".into(), "a".into(), 2000, 5, "x".into()),
+                Entry::put("r1".into(), "a".into(), 1000, 3, "y".into()),
+                Entry::put("r2".into(), "b".into(), 1000, 4, "zz".into()),
+            ]);
+            assert_eq!(raw[19..23], [0, 0, 0, 1]);
+            raw[20..23].copy_from_slice(&ids);
+            DecodedBlock::decode(&raw)
+        };
+        assert!(block([0, 0, 1]).is_ok());
+        // `b` before `a`, and `b` never: both are refused where the ids are.
+        for ids in [[1, 0, 0], [0, 0, 0]] {
+            let err = block(ids).unwrap_err();
+            assert!(err.what.starts_with("qualifier id"), "{ids:?}: {}", err.what);
+            assert!((19..23).contains(&err.offset), "{ids:?}: at {}", err.offset);
+        }
     }
 
     /// The doc's column of minutes: kinds, qualifier ids, sequences and

@@ -10,9 +10,11 @@
 //! values of one length, a column's minutes), and timestamps count in the
 //! largest unit dividing their differences (minutes, in a series of
 //! minutes). Where a stored stream says by its tag that its values step
-//! evenly (a compacted column of regular measurements: one delta after
-//! the first, for timestamps and for sequence numbers), the field is made
-//! from the tag, without a pass over the entries. Beside them: the rebuilt
+//! evenly (one delta after the first in a block of one column, as in a
+//! compacted column of regular measurements; deltas of 0 after each
+//! column's first in a block of several, as sequence numbers after a
+//! compaction), the field is made from the tag, without a pass over the
+//! entries. Beside them: the rebuilt
 //! row keys, the qualifier dictionary and the values, copied out of the
 //! decompressed block, whose encoded streams are then dropped. A block of
 //! one wide row of small measurements costs about 7 bytes an entry where

@@ -64,9 +64,9 @@ fn load(dir: &Path, cache: usize, (sources, minutes): (u32, i64)) -> (Db, Table,
     (db, narrow, wide)
 }
 
-/// One hour of the `pressure` column, the hour drawn from `r`.
-fn hour_of_pressure(r: u32) -> Filter {
-    let hour = i64::from(r >> 8) % (scale().1 / 60);
+/// One hour of the `pressure` column among `minutes`, the hour drawn from `r`.
+fn hour_of_pressure(r: u32, minutes: i64) -> Filter {
+    let hour = i64::from(r >> 8) % (minutes / 60);
     let time = TimeRange::new(hour * 3600 * 1_000_000, (hour + 1) * 3600 * 1_000_000);
     Filter::chain([Filter::column_qualifier_regex("pressure"), Filter::timestamp_range(time)])
 }
@@ -99,7 +99,7 @@ fn reads(c: &mut Criterion) {
     group.bench_function("seek", |b| {
         b.iter(|| {
             let r = next();
-            let row = wide.read_row(wide_key(r % sources), &hour_of_pressure(r)).expect("read").expect("row");
+            let row = wide.read_row(wide_key(r % sources), &hour_of_pressure(r, minutes)).expect("read").expect("row");
             assert_eq!(row.cell_count(), 60);
         });
     });
@@ -133,7 +133,7 @@ fn reads(c: &mut Criterion) {
     group.bench_function("block-decode-wide", |b| {
         b.iter(|| {
             let r = next();
-            let row = wide.read_row(wide_key(r % sources), &hour_of_pressure(r)).expect("read").expect("row");
+            let row = wide.read_row(wide_key(r % sources), &hour_of_pressure(r, minutes)).expect("read").expect("row");
             assert_eq!(row.cell_count(), 60);
         });
     });

@@ -178,18 +178,20 @@ impl SstWriter {
 
     /// Adds the next entry. A block is ended once it reaches the block
     /// size, and also before the next column of a wide row where the block
-    /// holds one column alone and is at least a quarter full: a read of a
-    /// column's newest cells (or of any stretch of it) then decodes blocks
-    /// of that column only, the case block decoding makes cheapest.
+    /// holds one column alone and is at least a quarter full: where a
+    /// wide row's columns span blocks, most of them then begin a block, so
+    /// a read of a column's newest cells (or of any stretch of it) decodes
+    /// blocks of that column only, the case block decoding makes cheapest.
     ///
     /// # Errors
     /// `Error::InvalidArgument` if `entry` does not sort after the previous
     /// one; `Error::Io` if a full block cannot be written.
     pub fn add(&mut self, entry: EntryRef<'_>) -> Result<()> {
+        self.check_order(&entry)?;
         if self.block.estimated_size() >= self.options.block_size / 4 && self.block.is_column_before(&entry) {
             self.finish_data_block()?;
         }
-        self.push(entry)?;
+        self.add_checked(entry);
         if self.block.estimated_size() >= self.options.block_size {
             self.finish_data_block()?;
         }
@@ -204,11 +206,17 @@ impl SstWriter {
     /// one.
     pub(crate) fn push(&mut self, entry: EntryRef<'_>) -> Result<()> {
         self.check_order(&entry)?;
+        self.add_checked(entry);
+        Ok(())
+    }
+
+    /// Adds `entry`, checked to sort after the previous one, to the block
+    /// being built.
+    fn add_checked(&mut self, entry: EntryRef<'_>) {
         self.note_row(entry.row);
         self.count(&entry);
         self.block.add(entry);
         self.last.set(&entry);
-        Ok(())
     }
 
     /// Ends the block being built, if it holds any entry.

@@ -335,18 +335,11 @@ impl Loaded {
         report("compact", 0, 1);
         engine.compact()?;
         let written = engine.bytes_written()?;
-        self.report = PatternReport {
-            events: total,
-            cells: total * pattern.cells_per_event(),
-            measurements: total * 4,
-            logical_bytes,
-            bytes_after_flush,
-            ingest,
-            ingest_tenths,
-            stall,
-            write_amplification: written as f64 / logical_bytes.max(1) as f64,
-            ..self.report.clone()
-        };
+        let report = &mut self.report;
+        (report.events, report.cells, report.measurements) = (total, total * pattern.cells_per_event(), total * 4);
+        (report.logical_bytes, report.bytes_after_flush) = (logical_bytes, bytes_after_flush);
+        (report.ingest, report.ingest_tenths, report.stall) = (ingest, ingest_tenths, stall);
+        report.write_amplification = written as f64 / logical_bytes.max(1) as f64;
         Ok(())
     }
 }
@@ -366,7 +359,7 @@ fn time_queries(
     let w = config.workload;
     let forms = QueryKind::ALL.into_iter().flat_map(|kind| kind.forms().iter().map(move |&form| (kind, form)));
     for (i, (kind, form)) in forms.enumerate() {
-        let runs = if kind.is_fleet() { (config.samples / 20).max(3) } else { config.samples.max(1) };
+        let runs = runs_of(kind, config.samples);
         let mut order: Vec<usize> = (0..loaded.len()).collect();
         if (i + round) % 2 == 1 {
             order.reverse();
@@ -381,6 +374,12 @@ fn time_queries(
         }
     }
     Ok(())
+}
+
+/// How many times each form of `kind` runs for `samples`: the fleet
+/// queries, which read every balloon, a twentieth as often (at least 3).
+fn runs_of(kind: QueryKind, samples: usize) -> usize {
+    if kind.is_fleet() { (samples / 20).max(3) } else { samples.max(1) }
 }
 
 /// Logical bytes of one event's rows, as `workload.md` defines them: per
@@ -590,15 +589,9 @@ mod tests {
         let mut loaded: Vec<Loaded> = ["a", "b"]
             .into_iter()
             .map(|name| {
-                let (_, _, engine) =
+                let (engine_name, engine_dir, engine) =
                     open_cellardb(&LabConfig { dir: dir.path().join(name), ..config.clone() }, pattern).unwrap();
-                Loaded::new(
-                    "cellardb",
-                    dir.path().join(name).join("cellardb-bucket-new-cell"),
-                    engine,
-                    &config,
-                    pattern,
-                )
+                Loaded::new(engine_name, engine_dir, engine, &config, pattern)
             })
             .collect();
         for this in &mut loaded {
@@ -609,10 +602,7 @@ mod tests {
         }
         // Each engine drew the same parameters from its own sequence, one a
         // run: both stand where a fresh sequence stands after every run.
-        let runs: usize = QueryKind::ALL
-            .iter()
-            .map(|k| k.forms().len() * if k.is_fleet() { (config.samples / 20).max(3) } else { config.samples })
-            .sum();
+        let runs: usize = QueryKind::ALL.iter().map(|&k| k.forms().len() * runs_of(k, config.samples)).sum();
         let mut fresh = SplitMix64(config.seed);
         (0..2 * runs).for_each(|_| {
             fresh.next_u64();

@@ -183,7 +183,7 @@ fn blocks(r: &SstReader, json: bool, out: &mut Out) -> Outcome {
     for (i, ie) in r.index().iter().enumerate() {
         let h = &ie.handle;
         let (first, cached) = match r.read_block(i) {
-            Ok(b) => (b.entry(0).map(|e| entry_key_text(family, &e)), b.memory_bytes()),
+            Ok(b) => (b.entry(0).map(|e| entry_key_text(family, &e.as_ref())), b.memory_bytes()),
             Err(e) => {
                 faults += 1;
                 fault(out, json, &e)?;
@@ -247,6 +247,7 @@ fn scan(r: &SstReader, args: &Args, out: &mut Out) -> Outcome {
     for i in first_block..r.index().len() {
         let block = r.read_block(i)?;
         for e in block.entries() {
+            let e = e.as_ref();
             if shown >= limit || bounds.is_past(e.row) {
                 return Ok(());
             }

@@ -249,6 +249,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Reads a length-prefixed byte string.
+    #[inline]
     pub fn length_prefixed(&mut self, what: &'static str) -> Result<&'a [u8], DecodeError> {
         let n = self.len(self.remaining(), what)?;
         self.bytes(n, what)

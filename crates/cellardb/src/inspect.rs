@@ -46,7 +46,7 @@ use std::path::Path;
 
 use crate::Compression;
 use crate::fs::MemFs;
-pub use crate::key::{EntryKind, EntryRef, InternalKey};
+pub use crate::key::{Entry, EntryKind, EntryRef, InternalKey};
 pub use crate::manifest::{FILE_NAME as MANIFEST_FILE_NAME, ManifestState, Record as ManifestRecord, SstMeta};
 pub use crate::model::{BatchEntry, FamilyMeta, RangeDrop, RowBatch, TableMeta};
 pub use crate::sst::format::{FOOTER_LEN as SST_FOOTER_LEN, VERSION as SST_FORMAT_VERSION};
@@ -156,9 +156,7 @@ pub fn recompress(reader: &SstReader, block_size: usize, compression: Compressio
     let origin = SstOrigin { family: &p.family, store: p.store, created_micros: p.created_micros };
     let mut w = SstWriter::create(&fs, path, origin, SstOptions { block_size, compression })?;
     for i in 0..reader.index().len() {
-        for e in reader.read_block(i)?.entries() {
-            w.add(e)?;
-        }
+        reader.read_block(i)?.try_for_each_entry(|e| w.add(e))?;
     }
     Ok(w.finish()?.file_size)
 }

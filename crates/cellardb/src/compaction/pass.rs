@@ -166,8 +166,8 @@ impl<'a> PassThrough<'a> {
         sink: &mut Sink,
         new_writer: &mut NewWriter<'_>,
     ) -> Result<()> {
-        let first_row = block.rows().next().unwrap_or_default();
-        if sink.last_row() != Some(first_row) {
+        let continues_row = block.rows().next().zip(sink.last_row()).is_some_and(|(first, last)| first.is(last));
+        if !continues_row {
             sink.end_row()?;
         }
         let index = &reader.index()[i];
@@ -176,9 +176,7 @@ impl<'a> PassThrough<'a> {
         // streams make a block's raw bytes far fewer than its estimate).
         let pending = writer.pending_block_size();
         if pending > 0 && pending + block.estimated_size() <= writer.block_size() * 3 / 2 {
-            for e in block.entries() {
-                writer.push(e)?;
-            }
+            block.try_for_each_entry(|e| writer.push(e))?;
             writer.end_block()?;
             self.counts.entries_added += block.len() as u64;
         } else {
@@ -198,7 +196,8 @@ impl<'a> PassThrough<'a> {
         if block.oldest_timestamp().is_some_and(|ts| self.job.gc_rule.collects(0, ts, self.job.now)) {
             return false;
         }
-        block.rows().all(|row| self.row_passes(row))
+        let mut key = Vec::new();
+        block.rows().all(|row| self.row_passes(row.bytes(&mut key)))
     }
 
     /// Whether entry `e` passes.

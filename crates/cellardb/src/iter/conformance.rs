@@ -140,6 +140,8 @@ struct BlockCursor {
     bounds: Bounds,
     reverse: bool,
     pos: Option<usize>,
+    /// The key of the row at `pos`, where the block does not hold it whole.
+    row: Vec<u8>,
 }
 
 impl BlockCursor {
@@ -158,14 +160,14 @@ impl BlockCursor {
                 Bound::Excluded(k) => block.seek(k, false),
             })
         };
-        let mut cursor = BlockCursor { block, bounds, reverse, pos: start };
+        let mut cursor = BlockCursor { block, bounds, reverse, pos: start, row: Vec::new() };
         cursor.check();
         cursor
     }
 
     /// Ends the cursor once it leaves the block or the far bound.
     fn check(&mut self) {
-        let Some(e) = self.pos.and_then(|p| self.block.entry(p)) else {
+        let Some(e) = self.pos.and_then(|p| self.block.entry_in(p, &mut self.row)) else {
             self.pos = None;
             return;
         };
@@ -190,7 +192,8 @@ impl BlockCursor {
 
 impl Under for BlockCursor {
     fn current(&self) -> Option<EntryRef<'_>> {
-        self.block.entry(self.pos?)
+        let at = self.block.locate(self.pos?)?;
+        Some(self.block.at(&at, &self.row))
     }
     fn advance(&mut self) {
         self.pos = match self.pos {

@@ -143,9 +143,11 @@ impl RowGather {
         let mut first = true;
         // Entries of one column in a row, the last taken among them.
         let mut column_run = 0;
-        // Where the row's key was last seen in a source: a block keeps each
-        // row's key once, so an entry whose key is the same slice is of the
-        // same row without comparing bytes.
+        // Where the row's key was last seen in a source: a source hands out
+        // a row's entries with its key at one place (a block keeps each
+        // row's key once, or an SSTable iterator copies it out once), and
+        // the next row's at another, so an entry whose key is the same
+        // slice is of the same row without comparing bytes.
         let mut seen_at = (std::ptr::null::<u8>(), 0);
         while let Some((rank, e)) = merge.current() {
             let at = (e.row.as_ptr(), e.row.len());

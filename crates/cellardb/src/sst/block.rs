@@ -14,14 +14,19 @@
 //! compacted column of regular measurements; or, in a block of several,
 //! every value equal, as sequence numbers after a compaction), the field
 //! is made from the tag, without a pass over the entries. Beside them:
-//! the rebuilt row keys, the qualifier dictionary and the values, copied
-//! out of the decompressed block, whose encoded streams are then dropped.
-//! A block of one column of a wide row of small measurements costs little
-//! more than its values (3 bytes an entry for three-digit measurements),
-//! where fixed 40-byte slots over the kept raw block cost 55.
+//! the rebuilt row keys (the prefix all of them share once, then the rest
+//! of each), the qualifier dictionary and the values, copied out of the
+//! decompressed block, whose encoded streams are then dropped. A block of
+//! one column of a wide row of small measurements costs little more than
+//! its values (3 bytes an entry for three-digit measurements), where fixed
+//! 40-byte slots over the kept raw block cost 55; a block of a
+//! single-timestamp table's minutes keeps a few bytes of each 34-byte key.
 //!
-//! An entry is handed out as a borrowed [`EntryRef`], without copying or
-//! reference counting; iteration forward and backward is indexing.
+//! An entry is handed out as a borrowed [`EntryRef`], without reference
+//! counting; iteration forward and backward is indexing. Its row key is
+//! the block's own bytes where the block holds it whole (a block of one
+//! row, or of rows that share no prefix); otherwise the reader copies it
+//! out once a row ([`DecodedBlock::entry_in`], [`super::SstIter`]).
 
 use super::block_builder::{DeltaByQualifier, FLAG_MILLIS, FLAG_PACKED_STREAMS, MAX_BLOCK_ENTRIES, Stream};
 use crate::cache::Charge;
@@ -29,7 +34,7 @@ use crate::coding::{Cursor, DecodeError, unzigzag};
 use std::cell::RefCell;
 use std::cmp::Ordering;
 
-use crate::key::{EntryKind, EntryRef, InternalKey, MAX_ROW_KEY, is_range_end};
+use crate::key::{Entry, EntryKind, EntryRef, InternalKey, MAX_ROW_KEY, is_range_end};
 
 /// Per-entry unsigned integers in the narrowest width that holds the largest.
 #[derive(Debug)]
@@ -296,8 +301,13 @@ const SIGN: u64 = 1 << 63;
 #[derive(Debug)]
 pub struct DecodedBlock {
     len: usize,
+    /// The prefix every row key of the block shares (its first
+    /// `row_prefix` bytes), then the rest of each distinct row's key, back
+    /// to back.
     row_bytes: Box<[u8]>,
-    /// End offset of each distinct row in `row_bytes`.
+    row_prefix: u32,
+    /// End offset in `row_bytes` of the rest of each distinct row's key
+    /// (the first row's starts after the prefix).
     row_ends: Box<[u32]>,
     /// Each entry's row, an index into `row_ends`.
     row_of: Field,
@@ -350,15 +360,96 @@ fn span(ends: &[u32], i: usize) -> (u32, u32) {
     (if i == 0 { 0 } else { ends[i - 1] }, ends[i])
 }
 
+/// A row key of a [`DecodedBlock`]: the prefix the block's rows share,
+/// then the rest. Rows of many narrow rows (a single-timestamp table's
+/// minutes of one balloon) share most of their bytes, and kept whole they
+/// would be nearly half of what the block costs the cache.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowKey<'a> {
+    prefix: &'a [u8],
+    rest: &'a [u8],
+}
+
+impl<'a> RowKey<'a> {
+    /// The key as one slice, where it is one in the block: a block's only
+    /// row (all prefix), or a row whose rest is empty.
+    #[inline]
+    pub(crate) fn whole(&self) -> Option<&'a [u8]> {
+        if self.rest.is_empty() {
+            Some(self.prefix)
+        } else if self.prefix.is_empty() {
+            Some(self.rest)
+        } else {
+            None
+        }
+    }
+
+    /// The key as one slice: the block's, or a copy in `buf`.
+    pub(crate) fn bytes<'b>(&self, buf: &'b mut Vec<u8>) -> &'b [u8]
+    where
+        'a: 'b,
+    {
+        if let Some(key) = self.whole() {
+            key
+        } else {
+            self.copy_into(buf);
+            buf
+        }
+    }
+
+    /// The key, as `buf` now holds it.
+    pub(crate) fn copy_into(&self, buf: &mut Vec<u8>) {
+        buf.clear();
+        buf.extend_from_slice(self.prefix);
+        buf.extend_from_slice(self.rest);
+    }
+
+    /// Bytes in the key.
+    pub(crate) fn len(&self) -> usize {
+        self.prefix.len() + self.rest.len()
+    }
+
+    /// Orders the key against `key`, as byte strings.
+    #[inline]
+    pub(crate) fn cmp_bytes(&self, key: &[u8]) -> Ordering {
+        let p = self.prefix.len();
+        match key.get(..p) {
+            Some(head) => self.prefix.cmp(head).then_with(|| self.rest.cmp(&key[p..])),
+            // `key` is shorter than the prefix: it decides, or is a prefix
+            // of this key, which is then the greater.
+            None => self.prefix[..key.len()].cmp(key).then(Ordering::Greater),
+        }
+    }
+
+    /// Whether the key is `key`.
+    #[inline]
+    pub(crate) fn is(&self, key: &[u8]) -> bool {
+        key.len() == self.len() && key.starts_with(self.prefix) && &key[self.prefix.len()..] == self.rest
+    }
+}
+
 /// An entry's place in a [`DecodedBlock`] ([`DecodedBlock::locate`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct EntryAt {
-    row: (u32, u32),
+    /// The row's index among the block's rows.
+    row: usize,
+    /// The row key's bytes, where they lie together in the block.
+    row_whole: Option<(u32, u32)>,
     qualifier: (u32, u32),
     value: (u32, u32),
     timestamp: i64,
     seq: u64,
     kind: EntryKind,
+}
+
+impl EntryAt {
+    /// The row's index among the block's rows, if the block does not hold
+    /// its key whole: then [`DecodedBlock::at`] takes the key from the
+    /// caller, who copies it out once a row ([`RowKey::copy_into`]).
+    #[inline]
+    pub(crate) fn needs_row(&self) -> Option<usize> {
+        self.row_whole.is_none().then_some(self.row)
+    }
 }
 
 impl DecodedBlock {
@@ -379,15 +470,82 @@ impl DecodedBlock {
         (i < self.len).then(|| self.row_of.get(i) as usize)
     }
 
-    /// Entry `i`, borrowed.
+    /// Row `r`'s key.
     #[inline]
-    pub fn entry(&self, i: usize) -> Option<EntryRef<'_>> {
-        Some(self.at(&self.locate(i)?))
+    pub(crate) fn row_key(&self, r: usize) -> RowKey<'_> {
+        let (start, end) = self.row_rest(r);
+        RowKey {
+            prefix: &self.row_bytes[..self.row_prefix as usize],
+            rest: &self.row_bytes[start as usize..end as usize],
+        }
+    }
+
+    /// Where the rest of row `r`'s key lies in `row_bytes`.
+    #[inline]
+    fn row_rest(&self, r: usize) -> (u32, u32) {
+        (if r == 0 { self.row_prefix } else { self.row_ends[r - 1] }, self.row_ends[r])
+    }
+
+    /// Entry `i` against `key` (`i` below the entry count).
+    #[allow(clippy::cast_possible_truncation, reason = "row indexes were decoded below the row count")]
+    pub(crate) fn cmp_key(&self, i: usize, key: &InternalKey) -> Ordering {
+        self.row_key(self.row_of.get(i) as usize).cmp_bytes(&key.row).then_with(|| self.cmp_in_row(i, key))
+    }
+
+    /// Entry `i`, copied out (inspection and tests; reads borrow entries
+    /// through an [`super::SstIter`]).
+    pub fn entry(&self, i: usize) -> Option<Entry> {
+        let mut row = Vec::new();
+        self.entry_in(i, &mut row).map(EntryRef::to_entry)
+    }
+
+    /// Every entry in order, copied out (inspection and tests).
+    pub fn entries(&self) -> impl Iterator<Item = Entry> + use<'_> {
+        let mut entries = Vec::with_capacity(self.len);
+        self.for_each_entry(|e| entries.push(e.to_entry()));
+        entries.into_iter()
+    }
+
+    /// Entry `i`, borrowed, with its row key put in `row` where the block
+    /// does not hold it whole.
+    #[inline]
+    pub(crate) fn entry_in<'a>(&'a self, i: usize, row: &'a mut Vec<u8>) -> Option<EntryRef<'a>> {
+        let at = self.locate(i)?;
+        if at.row_whole.is_none() {
+            self.row_key(at.row).copy_into(row);
+        }
+        Some(self.at(&at, row))
+    }
+
+    /// Calls `f` with each entry in order, borrowed.
+    pub(crate) fn for_each_entry(&self, mut f: impl FnMut(EntryRef<'_>)) {
+        let done: Result<(), std::convert::Infallible> = self.try_for_each_entry(|e| {
+            f(e);
+            Ok(())
+        });
+        let Ok(()) = done;
+    }
+
+    /// Calls `f` with each entry in order, borrowed, until it fails.
+    ///
+    /// # Errors
+    /// The first error `f` returns.
+    pub(crate) fn try_for_each_entry<E>(&self, mut f: impl FnMut(EntryRef<'_>) -> Result<(), E>) -> Result<(), E> {
+        let mut row = Vec::new();
+        let mut row_held = None;
+        for at in (0..self.len).filter_map(|i| self.locate(i)) {
+            if at.row_whole.is_none() && row_held != Some(at.row) {
+                self.row_key(at.row).copy_into(&mut row);
+                row_held = Some(at.row);
+            }
+            f(self.at(&at, &row))?;
+        }
+        Ok(())
     }
 
     /// Where entry `i`'s parts lie in the block: everything
-    /// [`DecodedBlock::entry`] decodes, kept by an iterator standing on
-    /// the entry so that it is decoded once, however often it is read.
+    /// [`DecodedBlock::at`] decodes, kept by an iterator standing on the
+    /// entry so that it is decoded once, however often it is read.
     #[allow(clippy::cast_possible_truncation, reason = "indexes and offsets were decoded from 32-bit ranges")]
     #[inline]
     pub(crate) fn locate(&self, i: usize) -> Option<EntryAt> {
@@ -396,8 +554,18 @@ impl DecodedBlock {
         }
         let kind = EntryKind::from_tag(self.kinds.get(i) as u8)?;
         let v0 = self.value_starts.get(i) as u32;
+        let row = self.row_of.get(i) as usize;
+        let (start, end) = self.row_rest(row);
+        let row_whole = if start == end {
+            Some((0, self.row_prefix))
+        } else if self.row_prefix == 0 {
+            Some((start, end))
+        } else {
+            None
+        };
         Some(EntryAt {
-            row: span(&self.row_ends, self.row_of.get(i) as usize),
+            row,
+            row_whole,
             qualifier: span(&self.qualifier_ends, self.qualifier_of.get(i) as usize),
             value: (v0, v0 + self.value_lens.get(i) as u32),
             timestamp: (self.timestamps.get(i) ^ SIGN).cast_signed() * self.scale,
@@ -406,11 +574,13 @@ impl DecodedBlock {
         })
     }
 
-    /// The entry `at` locates ([`DecodedBlock::locate`] on this block).
+    /// The entry `at` locates ([`DecodedBlock::locate`] on this block),
+    /// whose row key is `row` where the block does not hold it whole
+    /// ([`EntryAt::needs_row`]).
     #[inline]
-    pub(crate) fn at(&self, at: &EntryAt) -> EntryRef<'_> {
+    pub(crate) fn at<'a>(&'a self, at: &EntryAt, row: &'a [u8]) -> EntryRef<'a> {
         EntryRef {
-            row: part(&self.row_bytes, at.row),
+            row: at.row_whole.map_or(row, |whole| part(&self.row_bytes, whole)),
             qualifier: part(&self.qualifier_bytes, at.qualifier),
             timestamp: at.timestamp,
             seq: at.seq,
@@ -419,14 +589,9 @@ impl DecodedBlock {
         }
     }
 
-    /// Every entry in order.
-    pub fn entries(&self) -> impl Iterator<Item = EntryRef<'_>> {
-        (0..self.len()).filter_map(|i| self.entry(i))
-    }
-
     /// The distinct row keys of the block, in order.
-    pub(crate) fn rows(&self) -> impl Iterator<Item = &[u8]> {
-        (0..self.row_ends.len()).map(|r| nth(&self.row_bytes, &self.row_ends, r))
+    pub(crate) fn rows(&self) -> impl Iterator<Item = RowKey<'_>> {
+        (0..self.row_ends.len()).map(|r| self.row_key(r))
     }
 
     /// Whether every entry is a plain cell (`EntryKind::Put`) with sequence
@@ -448,7 +613,8 @@ impl DecodedBlock {
         let lengths = |ends: &[u32]| -> Vec<u64> {
             ends.iter().scan(0, |start, &end| Some(u64::from(end - std::mem::replace(start, end)))).collect()
         };
-        let (row_lens, qualifier_lens) = (lengths(&self.row_ends), lengths(&self.qualifier_ends));
+        let row_lens: Vec<u64> = self.rows().map(|row| row.len() as u64).collect();
+        let qualifier_lens = lengths(&self.qualifier_ends);
         let mut bytes = 8 * n as u64;
         self.row_of.for_each(n, |r| bytes += row_lens[r as usize]);
         self.qualifier_of.for_each(n, |q| bytes += qualifier_lens[q as usize]);
@@ -470,7 +636,7 @@ impl DecodedBlock {
     pub(crate) fn estimated_size(&self) -> usize {
         super::block_builder::estimate(
             self.len,
-            (self.row_ends.len(), self.row_bytes.len()),
+            (self.row_ends.len(), self.rows().map(|row| row.len()).sum()),
             (self.qualifier_ends.len(), self.qualifier_bytes.len()),
             self.values.len(),
         )
@@ -488,7 +654,7 @@ impl DecodedBlock {
     /// rest of the key field by field without locating whole entries.
     pub(crate) fn seek(&self, key: &InternalKey, inclusive: bool) -> usize {
         let rows = self.row_ends.len();
-        let row = partition_point(0, rows, |r| nth(&self.row_bytes, &self.row_ends, r) < &key.row[..]);
+        let row = partition_point(0, rows, |r| self.row_key(r).cmp_bytes(&key.row).is_lt());
         let (start, end) = if rows == 1 {
             // A block inside one wide row (the common case of a seek): its
             // entries are all the row's.
@@ -498,7 +664,7 @@ impl DecodedBlock {
             let start = partition_point(0, self.len, |i| self.row_of.get(i) < row_id);
             (start, partition_point(start, self.len, |i| self.row_of.get(i) == row_id))
         };
-        if row == rows || nth(&self.row_bytes, &self.row_ends, row) != &key.row[..] {
+        if row == rows || !self.row_key(row).is(&key.row) {
             return start;
         }
         let below = |i: usize| {
@@ -557,8 +723,8 @@ impl DecodedBlock {
         let n = c.len(MAX_BLOCK_ENTRIES, "entry count")?;
         let row_count = c.len(n, "row count")?;
         let qual_count = c.len(n, "qualifier count")?;
-        let Scratch { ints: scratch, kinds, qids, heads, rest, starts, rows } = s;
-        let (row_bytes, row_ends) = decode_rows(&mut c, row_count, n, scratch, rows)?;
+        let Scratch { ints: scratch, kinds, qids, heads, rest, starts, row_records, rows } = s;
+        let (row_bytes, row_prefix, row_ends) = decode_rows((&mut c, raw), row_count, n, scratch, (row_records, rows))?;
         let row_of = Field::pack_in(scratch, 0, row_count.saturating_sub(1) as u64);
         let mut qualifier_bytes = Vec::new();
         let mut qualifier_ends = Vec::with_capacity(qual_count);
@@ -619,6 +785,7 @@ impl DecodedBlock {
         Ok(DecodedBlock {
             len: n,
             row_bytes,
+            row_prefix,
             row_ends,
             row_of,
             qualifier_bytes: qualifier_bytes.into(),
@@ -649,7 +816,9 @@ struct Scratch {
     heads: Vec<u64>,
     rest: Vec<u64>,
     starts: Vec<u64>,
-    /// Row keys, rebuilt before the block keeps an exact copy.
+    /// Each row's record: bytes shared, where its suffix lies and its length.
+    row_records: Vec<[u32; 3]>,
+    /// Row keys' rests, rebuilt before the block keeps an exact copy.
     rows: Vec<u8>,
 }
 
@@ -660,7 +829,7 @@ const SCRATCH_KEPT: usize = 1 << 20;
 impl Scratch {
     fn release_if_large(&mut self) {
         let held = (self.ints.capacity() + self.kinds.capacity() + self.rest.capacity() + self.starts.capacity()) * 8
-            + self.qids.capacity() * 4
+            + (self.qids.capacity() + 3 * self.row_records.capacity()) * 4
             + self.rows.capacity();
         if held > SCRATCH_KEPT {
             *self = Scratch::default();
@@ -672,29 +841,35 @@ thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
-/// Rebuilt row keys, back to back, and each one's end offset.
-type RowKeys = (Box<[u8]>, Box<[u32]>);
+/// The row keys as a [`DecodedBlock`] keeps them: the shared prefix and
+/// each row's rest, back to back; the prefix's length; where each rest
+/// ends.
+type RowKeys = (Box<[u8]>, u32, Box<[u32]>);
 
-/// The rebuilt row keys and each one's end offset; `row_of` gets each
-/// entry's row.
-#[allow(clippy::cast_possible_truncation, reason = "row indexes within a block are under its entry count")]
+/// The block's row keys (see [`RowKeys`]); `row_of` gets each entry's row.
+///
+/// A first pass reads the row records and finds the prefix every key
+/// shares: the fewest bytes any row shares with the row before it. The
+/// second rebuilds each key's rest only, from the rest of the key before
+/// it, so a block of many rows that differ in their last bytes copies few
+/// bytes a row and keeps few.
+#[allow(clippy::cast_possible_truncation, reason = "row indexes and offsets within a block are under its 4 GiB length")]
 fn decode_rows(
-    c: &mut Cursor<'_>,
+    (c, raw): (&mut Cursor<'_>, &[u8]),
     count: usize,
     entries: usize,
     row_of: &mut Vec<u64>,
-    row_bytes: &mut Vec<u8>,
+    (records, bytes): (&mut Vec<[u32; 3]>, &mut Vec<u8>),
 ) -> Result<RowKeys, DecodeError> {
-    row_bytes.clear();
-    let mut row_ends: Vec<u32> = Vec::with_capacity(count);
     row_of.clear();
+    records.clear();
     // A block of one row needs no per-entry row: every entry is row 0.
     let mut covered = 0;
+    let (mut prev_len, mut prefix) = (0, usize::MAX);
     for r in 0..count {
-        let prev_start = if r < 2 { 0 } else { row_ends[r - 2] as usize };
-        let prev_len = row_bytes.len() - prev_start;
         let shared = c.len(prev_len, "row shared prefix")?;
         let suffix = c.length_prefixed("row suffix")?;
+        let suffix_at = c.position() - suffix.len();
         if shared + suffix.len() > MAX_ROW_KEY {
             return Err(c.error("row key longer than the 4 KiB limit"));
         }
@@ -702,19 +877,40 @@ fn decode_rows(
         if run == 0 {
             return Err(c.error("row with no entries"));
         }
-        row_bytes.extend_from_within(prev_start..prev_start + shared);
-        row_bytes.extend_from_slice(suffix);
-        let end = u32::try_from(row_bytes.len()).map_err(|_| c.error("row keys"))?;
-        row_ends.push(end);
+        records.push([shared as u32, suffix_at as u32, suffix.len() as u32]);
+        prev_len = shared + suffix.len();
+        if r > 0 {
+            prefix = prefix.min(shared);
+        }
         covered += run;
-        if count > 1 {
+        if run == 1 {
+            row_of.push(r as u64);
+        } else if count > 1 {
             row_of.extend(std::iter::repeat_n(r as u64, run));
         }
     }
     if covered != entries {
         return Err(c.error("row runs do not add up to the entry count"));
     }
-    Ok((Box::from(&row_bytes[..]), row_ends.into()))
+    if count == 1 {
+        row_of.clear();
+    }
+    // One row: its whole key is the prefix.
+    let prefix = prefix.min(prev_len);
+    bytes.clear();
+    let mut row_ends: Vec<u32> = Vec::with_capacity(count);
+    let mut rest_start = prefix;
+    for &[shared, at, len] in records.iter() {
+        let [shared, at, len] = [shared as usize, at as usize, len as usize];
+        // The first row shares nothing, and its rest follows the prefix.
+        if let Some(&prev_end) = row_ends.last() {
+            let from = std::mem::replace(&mut rest_start, prev_end as usize);
+            bytes.extend_from_within(from..from + (shared - prefix));
+        }
+        bytes.extend_from_slice(&raw[at..at + len]);
+        row_ends.push(bytes.len() as u32);
+    }
+    Ok((Box::from(&bytes[..]), prefix as u32, row_ends.into()))
 }
 
 /// Where a stream starts in the block, and how its entries are laid out:
@@ -1054,7 +1250,6 @@ impl DecodedBlock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::Entry;
     use crate::sst::block_builder::BlockBuilder;
 
     /// `entries` (in key order) encoded as one block.
@@ -1069,7 +1264,7 @@ mod tests {
     }
 
     fn round_trip(entries: &[Entry]) -> Vec<Entry> {
-        DecodedBlock::decode(&encode(entries)).unwrap().entries().map(EntryRef::to_entry).collect()
+        DecodedBlock::decode(&encode(entries)).unwrap().entries().collect()
     }
 
     #[test]
@@ -1084,17 +1279,18 @@ mod tests {
         raw.truncate(12);
         crate::coding::put_zigzag(&mut raw, i64::MAX / 1000);
         raw.extend_from_slice(&[0, 0]);
-        assert_eq!(DecodedBlock::decode(&raw).unwrap().entry(0).unwrap().timestamp, i64::MAX / 1000 * 1000);
+        assert_eq!(DecodedBlock::decode(&raw).unwrap().entry(0).unwrap().key.timestamp, i64::MAX / 1000 * 1000);
     }
 
     #[test]
     fn a_seek_lands_where_a_scan_would() {
         // A block of rows of one to four entries, and one of a single wide
         // row; targets on every entry, between entries and rows, before the
-        // first and after the last.
+        // first and after the last, and rows that are a part of the prefix
+        // the block's rows share ("row-r") or part from it.
         let mut many = Vec::new();
         for r in 0..20u32 {
-            let row = format!("r{:02}", r * 2);
+            let row = format!("row-r{:02}", r * 2);
             for q in 0..=(r % 4) {
                 many.push(Entry::put(row.clone().into(), format!("q{q}").into(), 1000 * i64::from(q), 5, "v".into()));
             }
@@ -1102,13 +1298,13 @@ mod tests {
                 many.push(Entry::delete_family(row.clone().into(), 9));
             }
         }
-        let mut wide = vec![Entry::delete_family("r20".into(), 9)];
+        let mut wide = vec![Entry::delete_family("row-r20".into(), 9)];
         for q in 0..4u32 {
             let column = format!("q{q}");
-            wide.push(Entry::delete_column("r20".into(), column.clone().into(), (0, Some(500)), 8));
+            wide.push(Entry::delete_column("row-r20".into(), column.clone().into(), (0, Some(500)), 8));
             for t in 0..30i64 {
                 wide.push(Entry::put(
-                    "r20".into(),
+                    "row-r20".into(),
                     column.clone().into(),
                     1000 * t,
                     7 - (t % 3).cast_unsigned(),
@@ -1126,10 +1322,12 @@ mod tests {
                 targets.push(between);
             }
             for r in 0..=40u32 {
-                targets.push(InternalKey::first_of_row(format!("r{r:02}").into()));
-                targets.push(InternalKey::first_of_row(format!("r{r:02}~").into()));
+                targets.push(InternalKey::first_of_row(format!("row-r{r:02}").into()));
+                targets.push(InternalKey::first_of_row(format!("row-r{r:02}~").into()));
             }
-            targets.push(InternalKey::first_of_row("a".into()));
+            for row in ["", "a", "r", "row", "row-", "row-r", "row-r0", "row-s", "rox", "roa", "s"] {
+                targets.push(InternalKey::first_of_row(row.into()));
+            }
             for t in &targets {
                 for inclusive in [true, false] {
                     let scan = entries.iter().position(|e| if inclusive { e.key >= *t } else { e.key > *t });
@@ -1197,7 +1395,7 @@ mod tests {
             .collect();
         let raw = encode(&entries);
         let block = DecodedBlock::decode(&raw).unwrap();
-        assert_eq!(block.entries().map(EntryRef::to_entry).collect::<Vec<_>>(), entries);
+        assert_eq!(block.entries().collect::<Vec<_>>(), entries);
         // The 3-byte values alone: row, qualifier, kind, sequence, the
         // timestamps (a minute apart, newest first) and the values'
         // lengths and offsets (a stride) cost nothing. Timestamps cost 2
@@ -1291,7 +1489,7 @@ mod tests {
     }
 
     #[test]
-    fn single_timestamp_rows_cost_the_cache_their_keys_and_values() {
+    fn single_timestamp_rows_cost_the_cache_what_their_keys_do_not_share_and_their_values() {
         // A compacted single-timestamp table: a row per minute, one
         // 14-byte blob each, sequence 0.
         let entries: Vec<Entry> = (0..304i64)
@@ -1301,14 +1499,16 @@ mod tests {
             })
             .collect();
         let block = DecodedBlock::decode(&encode(&entries)).unwrap();
-        let decoded: Vec<Entry> = block.entries().map(EntryRef::to_entry).collect();
+        let decoded: Vec<Entry> = block.entries().collect();
         assert_eq!(decoded, entries);
-        // Each entry: its 32-byte row key, the key's 4-byte end and its 14
+        // The keys share their first 29 bytes, kept once. Each entry: the
+        // 3 bytes of its key after them, the key's 4-byte end and its 14
         // bytes of value; rows, value offsets and timestamps (a minute
         // apart) step evenly and cost nothing (they cost 2 bytes each, and
-        // the timestamp 4, then 2 in minutes).
-        let per_entry = 32 + 4 + 14;
-        assert!(block.memory_bytes() <= per_entry * entries.len() + 512, "{} bytes", block.memory_bytes());
+        // the timestamp 4, then 2 in minutes). Whole keys cost 29 more
+        // bytes an entry.
+        let per_entry = 3 + 4 + 14;
+        assert!(block.memory_bytes() <= 29 + per_entry * entries.len() + 512, "{} bytes", block.memory_bytes());
     }
 
     /// The worked example of `docs/format/sstable.md`, byte for byte.
@@ -1333,7 +1533,7 @@ mod tests {
             b'x', b'y', b'z', b'z', // values, grouped by qualifier
         ];
         assert_eq!(raw, expected);
-        let decoded: Vec<Entry> = DecodedBlock::decode(&raw).unwrap().entries().map(EntryRef::to_entry).collect();
+        let decoded: Vec<Entry> = DecodedBlock::decode(&raw).unwrap().entries().collect();
         assert_eq!(decoded, entries);
         // The same block as written before packed streams: still read.
         let unpacked: Vec<u8> = vec![
@@ -1342,7 +1542,7 @@ mod tests {
             0x00, 0x00, 0x01, 0x04, 0x01, 0x00, 0x0a, 0x03, 0x02, 0x01, 0x01, 0x02, // the rest as varints
             b'x', b'y', b'z', b'z',
         ];
-        let decoded: Vec<Entry> = DecodedBlock::decode(&unpacked).unwrap().entries().map(EntryRef::to_entry).collect();
+        let decoded: Vec<Entry> = DecodedBlock::decode(&unpacked).unwrap().entries().collect();
         assert_eq!(decoded, entries);
     }
 
@@ -1391,7 +1591,7 @@ mod tests {
         assert_eq!(raw[at..at + streams.len()], streams);
         let lengths = &raw[at + streams.len()..at + streams.len() + entries.len()];
         assert!(lengths.iter().all(|&b| b <= 1));
-        let decoded: Vec<Entry> = DecodedBlock::decode(&raw).unwrap().entries().map(EntryRef::to_entry).collect();
+        let decoded: Vec<Entry> = DecodedBlock::decode(&raw).unwrap().entries().collect();
         assert_eq!(decoded, entries);
     }
 

@@ -1,5 +1,6 @@
 //! Iterating an SSTable's entries within key bounds, forward or backward.
 
+use std::cmp::Ordering;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -23,6 +24,16 @@ pub struct SstIter {
     /// an iterator several times before moving it on. Set by every public
     /// move ([`SstIter::settle`]).
     at: Option<EntryAt>,
+    /// The key of the row under the iterator where the block does not
+    /// hold it whole (a block of several rows keeps their shared prefix
+    /// once), copied out once a row into one of two buffers in turn; which
+    /// one holds it, and that row's index in the block. Taking turns keeps
+    /// a promise the merge relies on ([`crate::iter::RowGather`]): a
+    /// source hands out all of a row's entries with the key at one place
+    /// in memory, and the next row's at another.
+    rows: [Vec<u8>; 2],
+    row_buffer: usize,
+    row_held: Option<usize>,
     /// Whether the far bound lies beyond the current block, so its entries
     /// need no bound check.
     block_inside: bool,
@@ -50,6 +61,9 @@ impl SstIter {
             block: None,
             pos: 0,
             at: None,
+            rows: [Vec::new(), Vec::new()],
+            row_buffer: 0,
+            row_held: None,
             block_inside: false,
             row_inside: None,
         };
@@ -65,12 +79,26 @@ impl SstIter {
     /// The entry under the iterator, or `None` once past the bounds.
     #[inline]
     pub fn current(&self) -> Option<EntryRef<'_>> {
-        Some(self.block.as_ref()?.at(self.at.as_ref()?))
+        Some(self.block.as_ref()?.at(self.at.as_ref()?, &self.rows[self.row_buffer]))
     }
 
-    /// Locates the entry under the iterator once it has moved.
+    /// Locates the entry under the iterator once it has moved, and copies
+    /// out its row's key if the block does not hold it whole and it is a
+    /// new row.
     fn settle(&mut self) {
-        self.at = self.block.as_ref().and_then(|b| b.locate(self.pos));
+        let Some(block) = &self.block else {
+            self.at = None;
+            return;
+        };
+        self.at = block.locate(self.pos);
+        let row = self.at.as_ref().and_then(EntryAt::needs_row);
+        if row.is_some() && row != self.row_held {
+            if let Some(r) = row {
+                self.row_buffer ^= 1;
+                block.row_key(r).copy_into(&mut self.rows[self.row_buffer]);
+            }
+            self.row_held = row;
+        }
     }
 
     /// Moves forward to the first entry not less than `target` (nothing if
@@ -96,8 +124,8 @@ impl SstIter {
             self.block = None;
             return Ok(());
         }
-        let in_block = self.block.as_ref().and_then(|b| b.entry(b.len().wrapping_sub(1)));
-        if in_block.is_some_and(|last| last.cmp_internal(target).is_ge()) {
+        let in_block = self.block.as_ref().filter(|b| !b.is_empty());
+        if in_block.is_some_and(|b| b.cmp_key(b.len() - 1, target).is_ge()) {
             if let Some(block) = &self.block {
                 self.pos = block.seek(target, true).max(self.pos);
             }
@@ -152,9 +180,9 @@ impl SstIter {
     fn load(&mut self, i: usize) -> Result<()> {
         self.block_idx = i;
         let block = self.reader.block(i, self.cache.as_deref())?;
-        let edge = if self.reverse { block.entry(0) } else { block.entry(block.len().wrapping_sub(1)) };
-        self.block_inside = edge.is_some_and(|e| !self.outside(&e));
+        self.block_inside = self.far_edge_inside(&block);
         self.row_inside = None;
+        self.row_held = None;
         self.block = Some(block);
         Ok(())
     }
@@ -188,8 +216,7 @@ impl SstIter {
             // The block is at hand (a read moving on to a near key): only
             // where the bounds fall against it is new.
             Some(block) if self.block_idx == i => {
-                let edge = block.entry(block.len().wrapping_sub(1));
-                self.block_inside = edge.is_some_and(|e| !self.outside(&e));
+                self.block_inside = self.far_edge_inside(&block);
                 self.row_inside = None;
                 self.block = Some(block);
             }
@@ -270,8 +297,10 @@ impl SstIter {
         if row.is_some() && row == self.row_inside {
             return;
         }
-        let Some(e) = block.entry(self.pos) else { return };
-        if self.outside(&e) {
+        if self.pos >= block.len() {
+            return;
+        }
+        if self.beyond(|k| block.cmp_key(self.pos, k)) {
             self.block = None;
         } else if self.far_bound_is_a_row_start() {
             // A bound at a row's first key leaves every entry of a row on
@@ -290,19 +319,28 @@ impl SstIter {
         }
     }
 
-    /// Whether `e` lies beyond the far bound of the iteration's direction.
-    fn outside(&self, e: &EntryRef<'_>) -> bool {
+    /// Whether `block`'s last entry in the iteration's direction (its last,
+    /// or its first if reversed) lies inside the far bound: then none of
+    /// its entries needs a bound check.
+    fn far_edge_inside(&self, block: &DecodedBlock) -> bool {
+        let edge = if self.reverse { 0 } else { block.len().wrapping_sub(1) };
+        edge < block.len() && !self.beyond(|k| block.cmp_key(edge, k))
+    }
+
+    /// Whether an entry lies beyond the far bound of the iteration's
+    /// direction, given how it orders against a key.
+    fn beyond(&self, cmp: impl Fn(&InternalKey) -> Ordering) -> bool {
         if self.reverse {
             match &self.lo {
                 Bound::Unbounded => false,
-                Bound::Included(k) => e.cmp_internal(k).is_lt(),
-                Bound::Excluded(k) => e.cmp_internal(k).is_le(),
+                Bound::Included(k) => cmp(k).is_lt(),
+                Bound::Excluded(k) => cmp(k).is_le(),
             }
         } else {
             match &self.hi {
                 Bound::Unbounded => false,
-                Bound::Included(k) => e.cmp_internal(k).is_gt(),
-                Bound::Excluded(k) => e.cmp_internal(k).is_ge(),
+                Bound::Included(k) => cmp(k).is_gt(),
+                Bound::Excluded(k) => cmp(k).is_ge(),
             }
         }
     }

@@ -14,7 +14,7 @@ use super::index::{self, IndexEntry};
 use super::{Properties, bloom};
 use crate::cache::BlockCache;
 use crate::coding::DecodeError;
-use crate::key::{Entry, EntryRef};
+use crate::key::Entry;
 use crate::{Error, Result};
 
 /// The cache an SSTable's decoded data blocks are kept in.
@@ -276,15 +276,20 @@ impl SstReader {
                 }
             };
             report.blocks += 1;
-            let mut prev = last.as_ref().map(Entry::as_ref);
-            for (j, e) in block.entries().enumerate() {
-                if prev.is_some_and(|p| p.cmp_key(&e).is_ge()) {
+            let mut prev = last.take();
+            let mut j = 0;
+            block.for_each_entry(|e| {
+                if prev.as_ref().is_some_and(|p| p.as_ref().cmp_key(&e).is_ge()) {
                     report.faults.push(fault(format!("block {i}: entry {j} is not after the entry before it")));
                 }
-                prev = Some(e);
-            }
-            let block_last = block.entry(block.len().wrapping_sub(1));
-            if block_last.is_none_or(|l| l.cmp_internal(&ie.last_key).is_ne()) {
+                if e.kind.is_cell() {
+                    report.cells += 1;
+                }
+                prev = Some(e.to_entry());
+                j += 1;
+            });
+            let block_last = prev;
+            if block_last.as_ref().is_none_or(|l| l.as_ref().cmp_internal(&ie.last_key).is_ne()) {
                 report.faults.push(fault(format!("block {i}: its last key differs from its index entry's")));
             }
             if block.len() != ie.entries as usize {
@@ -292,12 +297,7 @@ impl SstReader {
                 report.faults.push(fault(what));
             }
             report.entries += block.len() as u64;
-            for e in block.entries() {
-                if e.kind.is_cell() {
-                    report.cells += 1;
-                }
-            }
-            last = block_last.map(EntryRef::to_entry);
+            last = block_last;
         }
         if report.faults.is_empty() {
             let (p, tombstones) = (&self.props, report.entries - report.cells);

@@ -258,7 +258,9 @@ impl SstWriter {
         decoded: &DecodedBlock,
         last_key: &InternalKey,
     ) -> Result<()> {
-        let (Some(first), Some(last)) = (decoded.entry(0), decoded.entry(decoded.len().wrapping_sub(1))) else {
+        let (mut first_row, mut last_row) = (Vec::new(), Vec::new());
+        let first = decoded.entry_in(0, &mut first_row);
+        let (Some(first), Some(last)) = (first, decoded.entry_in(decoded.len().wrapping_sub(1), &mut last_row)) else {
             return Ok(());
         };
         self.finish_data_block()?;
@@ -268,11 +270,15 @@ impl SstWriter {
         }
         // A block's rows are distinct: only its first may continue the
         // last row added.
-        let mut rows = decoded.rows();
-        if let Some(row) = rows.next() {
-            self.note_row(row);
+        let mut key = Vec::new();
+        for (r, row) in decoded.rows().enumerate() {
+            let row = row.bytes(&mut key);
+            if r == 0 {
+                self.note_row(row);
+            } else {
+                self.new_row(row);
+            }
         }
-        rows.for_each(|row| self.new_row(row));
         match decoded.cell_totals().filter(|_| decoded.all_settled_puts()) {
             Some(t) => {
                 let p = &mut self.props;
@@ -282,7 +288,7 @@ impl SstWriter {
                 p.min_seq = 0;
                 p.logical_bytes += t.logical_bytes + t.cells * p.family.len() as u64;
             }
-            None => decoded.entries().for_each(|e| self.count(&e)),
+            None => decoded.for_each_entry(|e| self.count(&e)),
         }
         self.last.set(&last);
         let handle = self.append_block(&stored.bytes, stored.compression, stored.raw_len)?;

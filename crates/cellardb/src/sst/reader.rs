@@ -11,10 +11,10 @@ use bytes::Bytes;
 use super::block::DecodedBlock;
 use super::format::{BlockCompression, BlockHandle, FOOTER_LEN, Footer, MAX_RAW_BLOCK, TRAILER_LEN, check_trailer};
 use super::index::{self, IndexEntry};
+use super::writer::LastKey;
 use super::{Properties, bloom};
 use crate::cache::BlockCache;
 use crate::coding::DecodeError;
-use crate::key::Entry;
 use crate::{Error, Result};
 
 /// The cache an SSTable's decoded data blocks are kept in.
@@ -263,7 +263,9 @@ impl SstReader {
     /// it reports every fault (each `Error::Corruption` with its offset).
     pub fn check(&self) -> CheckReport {
         let mut report = CheckReport::default();
-        let mut last: Option<Entry> = None;
+        // The key of the last entry checked, or of the index entry of a
+        // bad block, in buffers reused from entry to entry.
+        let mut last = LastKey::default();
         for (i, ie) in self.index.iter().enumerate() {
             let fault = |what: String| Error::corruption(&self.path, ie.handle.offset, what);
             let block = match self.block(i, None) {
@@ -271,25 +273,24 @@ impl SstReader {
                 Err(e) => {
                     report.faults.push(e);
                     // Keys after a bad block are compared with its index key.
-                    last = Some(Entry { key: ie.last_key.clone(), value: Bytes::new() });
+                    last.set_key(&ie.last_key);
                     continue;
                 }
             };
             report.blocks += 1;
-            let mut prev = last.take();
             let mut j = 0;
             block.for_each_entry(|e| {
-                if prev.as_ref().is_some_and(|p| p.as_ref().cmp_key(&e).is_ge()) {
+                if last.is_set() && last.cmp_entry(&e).is_ge() {
                     report.faults.push(fault(format!("block {i}: entry {j} is not after the entry before it")));
                 }
                 if e.kind.is_cell() {
                     report.cells += 1;
                 }
-                prev = Some(e.to_entry());
+                last.set(&e);
                 j += 1;
             });
-            let block_last = prev;
-            if block_last.as_ref().is_none_or(|l| l.as_ref().cmp_internal(&ie.last_key).is_ne()) {
+            let last_in_index = block.entry(block.len().wrapping_sub(1)).is_some_and(|l| l.key == ie.last_key);
+            if !last_in_index {
                 report.faults.push(fault(format!("block {i}: its last key differs from its index entry's")));
             }
             if block.len() != ie.entries as usize {
@@ -297,7 +298,6 @@ impl SstReader {
                 report.faults.push(fault(what));
             }
             report.entries += block.len() as u64;
-            last = block_last;
         }
         if report.faults.is_empty() {
             let (p, tombstones) = (&self.props, report.entries - report.cells);

@@ -173,3 +173,41 @@ fn a_wide_row_column_more_than_a_quarter_block_ends_its_block() {
     let reader = write(&fs, &narrow, 4096, Compression::None);
     assert!(block_ends(&reader).len() <= 3, "{:?}", block_ends(&reader));
 }
+
+#[test]
+fn check_reports_entries_out_of_order_and_goes_on_past_them() {
+    // A block whose two cells of one column are oldest first, which key
+    // order forbids (newest first), copied in as stored: the writer checks
+    // a copied block's first and last keys only. A well-ordered block of
+    // rows sharing a prefix follows it.
+    let cell = |row: &'static str, ts: i64| Entry::put(row.into(), "q".into(), ts, 1, "v".into());
+    let unordered = [cell("row-a", 1000), cell("row-a", 2000)];
+    let ordered = [cell("row-b1", 1000), cell("row-b2", 1000), cell("row-b3", 1000)];
+    let fs = MemFs::new();
+    let path = std::path::Path::new("/unordered.sst");
+    let options = SstOptions { block_size: 4096, compression: Compression::None };
+    let mut w = SstWriter::create(&fs, path, ORIGIN, options).unwrap();
+    for block in [&unordered[..], &ordered[..]] {
+        let mut builder = super::BlockBuilder::default();
+        for e in block {
+            builder.add(e.as_ref());
+        }
+        let mut raw = Vec::new();
+        builder.finish(&mut raw);
+        let decoded = super::DecodedBlock::decode(&raw).unwrap();
+        let stored = super::reader::StoredBlock {
+            raw_len: raw.len() as u32,
+            bytes: raw.into(),
+            compression: super::format::BlockCompression::Raw,
+            entries: block.len() as u32,
+        };
+        w.copy_block(&stored, &decoded, &block[block.len() - 1].key).unwrap();
+    }
+    w.finish().unwrap();
+    let reader = SstReader::open(path, fs.map(path).unwrap()).unwrap();
+    let report = reader.check();
+    let faults: Vec<String> = report.faults.iter().map(ToString::to_string).collect();
+    assert_eq!(faults.len(), 1, "{faults:?}");
+    assert!(faults[0].contains("block 0: entry 1 is not after the entry before it"), "{faults:?}");
+    assert_eq!((report.blocks, report.entries, report.cells), (2, 5, 5));
+}

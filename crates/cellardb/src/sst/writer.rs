@@ -427,9 +427,12 @@ fn parts<'a>(e: &EntryRef<'a>) -> (&'a [u8], &'a [u8], i64, u64, EntryKind) {
     (e.row, e.qualifier, e.timestamp, e.seq, e.kind)
 }
 
-/// The last key added, in buffers reused from entry to entry.
+/// The last key added (or read: [`SstReader::check`]), in buffers reused
+/// from entry to entry.
+///
+/// [`SstReader::check`]: super::SstReader::check
 #[derive(Debug)]
-struct LastKey {
+pub(crate) struct LastKey {
     present: bool,
     row: Vec<u8>,
     qualifier: Vec<u8>,
@@ -445,7 +448,13 @@ impl Default for LastKey {
 }
 
 impl LastKey {
-    fn set(&mut self, e: &EntryRef<'_>) {
+    /// Whether a key was set.
+    pub(crate) fn is_set(&self) -> bool {
+        self.present
+    }
+
+    /// The key of `e`, from now on.
+    pub(crate) fn set(&mut self, e: &EntryRef<'_>) {
         self.present = true;
         if self.row != e.row {
             self.row.clear();
@@ -456,6 +465,17 @@ impl LastKey {
             self.qualifier.extend_from_slice(e.qualifier);
         }
         (self.timestamp, self.seq, self.kind) = (e.timestamp, e.seq, e.kind);
+    }
+
+    /// `key`, from now on.
+    pub(crate) fn set_key(&mut self, key: &InternalKey) {
+        let (row, qualifier) = (&key.row[..], &key.qualifier[..]);
+        self.set(&EntryRef { row, qualifier, timestamp: key.timestamp, seq: key.seq, kind: key.kind, value: &[] });
+    }
+
+    /// The key against `e`'s (the key must be set).
+    pub(crate) fn cmp_entry(&self, e: &EntryRef<'_>) -> std::cmp::Ordering {
+        compare_parts(self.parts(), parts(e))
     }
 
     fn parts(&self) -> (&[u8], &[u8], i64, u64, EntryKind) {

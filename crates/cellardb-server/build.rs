@@ -1,0 +1,49 @@
+//! Generates the server side of `google.bigtable.v2.Bigtable` over the
+//! message types of `googleapis-tonic-google-bigtable-v2`, which ships the
+//! messages and a client but no server. `tonic_build::manual` writes the
+//! service trait and its router from the method list below: no `.proto`
+//! file and no `protoc` are needed (`docs/server.md`).
+
+use tonic_build::manual::{Builder, Method, Service};
+
+/// The service's RPCs: (Rust name, route name, request, response, whether
+/// the response is a stream). Every RPC of the service is listed, so that
+/// those cellardb does not serve answer `UNIMPLEMENTED` with a message of
+/// the server's own rather than a bare routing error.
+const RPCS: &[(&str, &str, &str, &str, bool)] = &[
+    ("read_rows", "ReadRows", "ReadRowsRequest", "ReadRowsResponse", true),
+    ("sample_row_keys", "SampleRowKeys", "SampleRowKeysRequest", "SampleRowKeysResponse", true),
+    ("mutate_row", "MutateRow", "MutateRowRequest", "MutateRowResponse", false),
+    ("mutate_rows", "MutateRows", "MutateRowsRequest", "MutateRowsResponse", true),
+    ("check_and_mutate_row", "CheckAndMutateRow", "CheckAndMutateRowRequest", "CheckAndMutateRowResponse", false),
+    ("ping_and_warm", "PingAndWarm", "PingAndWarmRequest", "PingAndWarmResponse", false),
+    ("read_modify_write_row", "ReadModifyWriteRow", "ReadModifyWriteRowRequest", "ReadModifyWriteRowResponse", false),
+    (
+        "generate_initial_change_stream_partitions",
+        "GenerateInitialChangeStreamPartitions",
+        "GenerateInitialChangeStreamPartitionsRequest",
+        "GenerateInitialChangeStreamPartitionsResponse",
+        true,
+    ),
+    ("read_change_stream", "ReadChangeStream", "ReadChangeStreamRequest", "ReadChangeStreamResponse", true),
+    ("prepare_query", "PrepareQuery", "PrepareQueryRequest", "PrepareQueryResponse", false),
+    ("execute_query", "ExecuteQuery", "ExecuteQueryRequest", "ExecuteQueryResponse", true),
+];
+
+fn main() {
+    const TYPES: &str = "googleapis_tonic_google_bigtable_v2::google::bigtable::v2";
+    let mut service = Service::builder().name("Bigtable").package("google.bigtable.v2");
+    for &(name, route, input, output, streams) in RPCS {
+        let mut method = Method::builder()
+            .name(name)
+            .route_name(route)
+            .input_type(format!("{TYPES}::{input}"))
+            .output_type(format!("{TYPES}::{output}"))
+            .codec_path("tonic_prost::ProstCodec");
+        if streams {
+            method = method.server_streaming();
+        }
+        service = service.method(method.build());
+    }
+    Builder::new().build_client(false).compile(&[service.build()]);
+}

@@ -1,0 +1,288 @@
+//! The Data API (`google.bigtable.v2.Bigtable`) over one cellardb database.
+//!
+//! The engine's calls block (a write waits for its log, a read for its
+//! blocks), so each runs on Tokio's blocking pool. A read streams: a
+//! blocking task walks the rows and sends each row's response through a
+//! small bounded channel, so the answer is never gathered in memory and a
+//! slow client slows the read rather than filling the server.
+
+use std::pin::Pin;
+
+use bytes::Bytes;
+use cellardb::{Db, Table};
+use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as pb;
+use googleapis_tonic_google_bigtable_v2::google::rpc;
+use tokio::sync::mpsc;
+use tokio_stream::Stream;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+use crate::bigtable_server::Bigtable;
+use crate::chunks::row_chunks;
+use crate::convert;
+use crate::names::{check_instance, table_of};
+use crate::status::{invalid, status_of};
+
+/// Rows' responses waiting for a slow client, per read.
+const READ_AHEAD: usize = 16;
+
+/// The most mutations one `MutateRow`, `MutateRows` or
+/// `CheckAndMutateRow` request may hold, as in Bigtable.
+pub const MAX_MUTATIONS: usize = 100_000;
+
+/// The Data API service.
+#[derive(Clone)]
+pub struct DataService {
+    db: Db,
+    /// Values longer than this are split over several chunks of a read.
+    value_chunk: usize,
+}
+
+impl DataService {
+    /// The service over `db`, splitting values above `value_chunk` bytes.
+    pub fn new(db: Db, value_chunk: usize) -> DataService {
+        DataService { db, value_chunk }
+    }
+
+    fn table(&self, table_name: &str, view_name: &str) -> Result<Table, Status> {
+        let name = table_of(table_name, view_name)?;
+        self.db.table(name).map_err(|e| status_of(&e))
+    }
+}
+
+type Streamed<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+
+/// Runs `f` on the blocking pool.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Status> + Send + 'static) -> Result<T, Status> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| Status::internal(format!("a request's task failed: {e}")))?
+}
+
+fn unimplemented<T>(what: &str) -> Result<T, Status> {
+    Err(Status::unimplemented(format!("{what} is not served by cellardb (docs/server.md lists what is)")))
+}
+
+fn check_mutation_count(n: usize) -> Result<(), Status> {
+    if n > MAX_MUTATIONS {
+        return Err(invalid(format!("{n} mutations in one request: at most {MAX_MUTATIONS}")));
+    }
+    Ok(())
+}
+
+#[tonic::async_trait]
+impl Bigtable for DataService {
+    type ReadRowsStream = Streamed<pb::ReadRowsResponse>;
+
+    async fn read_rows(&self, request: Request<pb::ReadRowsRequest>) -> Result<Response<Self::ReadRowsStream>, Status> {
+        let req = request.into_inner();
+        if !req.materialized_view_name.is_empty() {
+            return unimplemented("reading a materialized view");
+        }
+        let table = self.table(&req.table_name, &req.authorized_view_name)?;
+        let filter = convert::filter(req.filter.as_ref())?;
+        let rows = convert::row_set(req.rows.as_ref());
+        let limit = usize::try_from(req.rows_limit)
+            .map_err(|_| invalid(format!("rows_limit is negative ({})", req.rows_limit)))?;
+        let (tx, rx) = mpsc::channel(READ_AHEAD);
+        let value_chunk = self.value_chunk;
+        tokio::task::spawn_blocking(move || {
+            let mut read = table.read_rows(rows, &filter).limit(limit);
+            if req.reversed {
+                read = read.reversed();
+            }
+            while let Some(row) = read.next_borrowed() {
+                let response = row.map_err(|e| status_of(&e)).map(|row| {
+                    let mut chunks = Vec::new();
+                    row_chunks(&row, value_chunk, &mut chunks);
+                    pb::ReadRowsResponse { chunks, ..pb::ReadRowsResponse::default() }
+                });
+                let failed = response.is_err();
+                // The client went away: stop reading.
+                if tx.blocking_send(response).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    type SampleRowKeysStream = Streamed<pb::SampleRowKeysResponse>;
+
+    async fn sample_row_keys(
+        &self,
+        request: Request<pb::SampleRowKeysRequest>,
+    ) -> Result<Response<Self::SampleRowKeysStream>, Status> {
+        let req = request.into_inner();
+        if !req.materialized_view_name.is_empty() {
+            return unimplemented("sampling a materialized view");
+        }
+        let table = self.table(&req.table_name, &req.authorized_view_name)?;
+        let samples = blocking(move || table.sample_row_keys().map_err(|e| status_of(&e))).await?;
+        let responses: Vec<Result<pb::SampleRowKeysResponse, Status>> = samples
+            .into_iter()
+            .map(|(row_key, offset)| {
+                Ok(pb::SampleRowKeysResponse { row_key, offset_bytes: i64::try_from(offset).unwrap_or(i64::MAX) })
+            })
+            .collect();
+        Ok(Response::new(Box::pin(tokio_stream::iter(responses))))
+    }
+
+    async fn mutate_row(
+        &self,
+        request: Request<pb::MutateRowRequest>,
+    ) -> Result<Response<pb::MutateRowResponse>, Status> {
+        let req = request.into_inner();
+        let table = self.table(&req.table_name, &req.authorized_view_name)?;
+        check_mutation_count(req.mutations.len())?;
+        let mutations = convert::mutations(&req.mutations)?;
+        let key = req.row_key;
+        blocking(move || table.mutate_row(&key, mutations).map_err(|e| status_of(&e))).await?;
+        Ok(Response::new(pb::MutateRowResponse {}))
+    }
+
+    type MutateRowsStream = Streamed<pb::MutateRowsResponse>;
+
+    async fn mutate_rows(
+        &self,
+        request: Request<pb::MutateRowsRequest>,
+    ) -> Result<Response<Self::MutateRowsStream>, Status> {
+        let req = request.into_inner();
+        let table = self.table(&req.table_name, &req.authorized_view_name)?;
+        if req.entries.is_empty() {
+            return Err(invalid("no entries: a MutateRows request must hold at least one"));
+        }
+        check_mutation_count(req.entries.iter().map(|e| e.mutations.len()).sum())?;
+        // An entry whose mutations do not convert fails alone, as one that
+        // the engine refuses does.
+        let converted: Vec<(Bytes, Result<Vec<cellardb::Mutation>, Status>)> =
+            req.entries.into_iter().map(|e| (e.row_key, convert::mutations(&e.mutations))).collect();
+        let statuses = blocking(move || {
+            let valid = converted.iter().filter_map(|(key, m)| m.as_ref().ok().map(|m| (key, m.clone())));
+            let mut written = table.mutate_rows(valid).into_iter();
+            Ok(converted
+                .iter()
+                .map(|(_, m)| match m {
+                    Ok(_) => written.next().unwrap_or(Err(cellardb::Error::Closed)).map_err(|e| status_of(&e)),
+                    Err(status) => Err(status.clone()),
+                })
+                .collect::<Vec<_>>())
+        })
+        .await?;
+        let entries = statuses
+            .into_iter()
+            .enumerate()
+            .map(|(index, result)| pb::mutate_rows_response::Entry {
+                index: i64::try_from(index).unwrap_or(i64::MAX),
+                status: Some(rpc_status(result.err())),
+            })
+            .collect();
+        let response = pb::MutateRowsResponse { entries, rate_limit_info: None };
+        Ok(Response::new(Box::pin(tokio_stream::iter([Ok(response)]))))
+    }
+
+    async fn check_and_mutate_row(
+        &self,
+        request: Request<pb::CheckAndMutateRowRequest>,
+    ) -> Result<Response<pb::CheckAndMutateRowResponse>, Status> {
+        let req = request.into_inner();
+        let table = self.table(&req.table_name, &req.authorized_view_name)?;
+        check_mutation_count(req.true_mutations.len() + req.false_mutations.len())?;
+        if req.true_mutations.is_empty() && req.false_mutations.is_empty() {
+            return Err(invalid("no mutations: true_mutations and false_mutations are both empty"));
+        }
+        let predicate = convert::filter(req.predicate_filter.as_ref())?;
+        let branch = |ms: &[pb::Mutation]| if ms.is_empty() { Ok(Vec::new()) } else { convert::mutations(ms) };
+        let (on_true, on_false) = (branch(&req.true_mutations)?, branch(&req.false_mutations)?);
+        let key = req.row_key;
+        let predicate_matched = blocking(move || {
+            table.check_and_mutate_row(&key, &predicate, on_true, on_false).map_err(|e| status_of(&e))
+        })
+        .await?;
+        Ok(Response::new(pb::CheckAndMutateRowResponse { predicate_matched }))
+    }
+
+    async fn ping_and_warm(
+        &self,
+        request: Request<pb::PingAndWarmRequest>,
+    ) -> Result<Response<pb::PingAndWarmResponse>, Status> {
+        check_instance(&request.get_ref().name)?;
+        Ok(Response::new(pb::PingAndWarmResponse {}))
+    }
+
+    async fn read_modify_write_row(
+        &self,
+        request: Request<pb::ReadModifyWriteRowRequest>,
+    ) -> Result<Response<pb::ReadModifyWriteRowResponse>, Status> {
+        let req = request.into_inner();
+        let table = self.table(&req.table_name, &req.authorized_view_name)?;
+        let rules = convert::rules(&req.rules)?;
+        let key = req.row_key;
+        let row = blocking(move || table.read_modify_write_row(&key, rules).map_err(|e| status_of(&e))).await?;
+        Ok(Response::new(pb::ReadModifyWriteRowResponse { row: Some(row_message(&row)) }))
+    }
+
+    type GenerateInitialChangeStreamPartitionsStream = Streamed<pb::GenerateInitialChangeStreamPartitionsResponse>;
+
+    async fn generate_initial_change_stream_partitions(
+        &self,
+        _request: Request<pb::GenerateInitialChangeStreamPartitionsRequest>,
+    ) -> Result<Response<Self::GenerateInitialChangeStreamPartitionsStream>, Status> {
+        unimplemented("change streams")
+    }
+
+    type ReadChangeStreamStream = Streamed<pb::ReadChangeStreamResponse>;
+
+    async fn read_change_stream(
+        &self,
+        _request: Request<pb::ReadChangeStreamRequest>,
+    ) -> Result<Response<Self::ReadChangeStreamStream>, Status> {
+        unimplemented("change streams")
+    }
+
+    async fn prepare_query(
+        &self,
+        _request: Request<pb::PrepareQueryRequest>,
+    ) -> Result<Response<pb::PrepareQueryResponse>, Status> {
+        unimplemented("SQL (PrepareQuery)")
+    }
+
+    type ExecuteQueryStream = Streamed<pb::ExecuteQueryResponse>;
+
+    async fn execute_query(
+        &self,
+        _request: Request<pb::ExecuteQueryRequest>,
+    ) -> Result<Response<Self::ExecuteQueryStream>, Status> {
+        unimplemented("SQL (ExecuteQuery)")
+    }
+}
+
+/// A `google.rpc.Status` for a `MutateRows` entry: OK, or the entry's
+/// error.
+fn rpc_status(error: Option<Status>) -> rpc::Status {
+    match error {
+        None => rpc::Status { code: 0, message: String::new(), details: Vec::new() },
+        Some(s) => rpc::Status { code: s.code() as i32, message: s.message().to_owned(), details: Vec::new() },
+    }
+}
+
+/// A row as the v2 `Row` message: families, then columns, then cells, in
+/// the model's order.
+fn row_message(row: &cellardb::Row) -> pb::Row {
+    let mut families: Vec<pb::Family> = Vec::new();
+    for (family, qualifier, cell) in row.cells() {
+        if families.last().is_none_or(|f| f.name != family) {
+            families.push(pb::Family { name: family.to_owned(), columns: Vec::new() });
+        }
+        let Some(f) = families.last_mut() else { continue };
+        if f.columns.last().is_none_or(|c| c.qualifier != *qualifier) {
+            f.columns.push(pb::Column { qualifier: qualifier.clone(), cells: Vec::new() });
+        }
+        if let Some(c) = f.columns.last_mut() {
+            c.cells.push(pb::Cell {
+                timestamp_micros: cell.timestamp.micros(),
+                value: cell.value.clone(),
+                labels: cell.labels.clone(),
+            });
+        }
+    }
+    pb::Row { key: row.key.clone(), families }
+}

@@ -1,0 +1,328 @@
+//! The Data API driven through the generated Bigtable client over
+//! loopback, as Google's client libraries drive it: every RPC cellardb
+//! serves, its errors, and `ReadRows` answers merged back into rows by a
+//! merger that checks the chunk rules.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use cellardb::{Db, GcRule};
+use cellardb_server::{ServeOptions, serve};
+use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as pb;
+use pb::bigtable_client::BigtableClient;
+use pb::read_rows_response::CellChunk;
+use pb::read_rows_response::cell_chunk::RowStatus;
+use pb::row_filter::Filter as F;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tonic::Code;
+use tonic::transport::Channel;
+
+const TABLE: &str = "projects/p/instances/i/tables/weather";
+
+/// A server on an ephemeral loopback port over a fresh database with the
+/// table `weather` (families `m` and `n`), and a client of it.
+struct Harness {
+    client: BigtableClient<Channel>,
+    stop: Option<oneshot::Sender<()>>,
+    served: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Harness {
+    async fn start(options: ServeOptions) -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path()).unwrap();
+        db.create_table("weather", [("m", GcRule::none()), ("n", GcRule::max_versions(1))]).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let served = tokio::spawn(serve(db, listener, options, async {
+            stopped.await.ok();
+        }));
+        let channel = Channel::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap();
+        let client = BigtableClient::new(channel);
+        Harness { client, stop: Some(stop), served, _dir: dir }
+    }
+
+    async fn stop(mut self) {
+        self.stop.take().unwrap().send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(10), self.served).await.unwrap().unwrap().unwrap();
+    }
+}
+
+fn set_cell(family: &str, qualifier: &str, ts: i64, value: &[u8]) -> pb::Mutation {
+    pb::Mutation {
+        mutation: Some(pb::mutation::Mutation::SetCell(pb::mutation::SetCell {
+            family_name: family.into(),
+            column_qualifier: Bytes::copy_from_slice(qualifier.as_bytes()),
+            timestamp_micros: ts,
+            value: Bytes::copy_from_slice(value),
+        })),
+    }
+}
+
+fn mutate(key: &str, mutations: Vec<pb::Mutation>) -> pb::MutateRowRequest {
+    pb::MutateRowRequest {
+        table_name: TABLE.into(),
+        row_key: Bytes::copy_from_slice(key.as_bytes()),
+        mutations,
+        ..Default::default()
+    }
+}
+
+/// A cell as a merged read gives it: (family, qualifier, timestamp, value,
+/// labels).
+type MergedCell = (String, Vec<u8>, i64, Vec<u8>, Vec<String>);
+
+/// Merges a read's chunks into rows, as a client library does, asserting
+/// the rules of `ReadRowsResponse.CellChunk` on the way: a row's first
+/// chunk names its row, family and qualifier; a value split over chunks
+/// carries its size on every chunk but the last, whose parts add up to
+/// it; continuation chunks name nothing; every row ends in a commit, and
+/// rows come in order (reversed for a reversed read).
+fn merge(responses: &[pb::ReadRowsResponse], reversed: bool) -> Vec<(Vec<u8>, Vec<MergedCell>)> {
+    let mut rows: Vec<(Vec<u8>, Vec<MergedCell>)> = Vec::new();
+    let mut open: Option<(Vec<u8>, Vec<MergedCell>)> = None;
+    let (mut family, mut qualifier) = (None::<String>, None::<Vec<u8>>);
+    let mut pending_size: Option<usize> = None;
+    for chunk in responses.iter().flat_map(|r| r.chunks.iter()) {
+        let CellChunk { row_key, family_name, qualifier: q, timestamp_micros, labels, value, value_size, row_status } =
+            chunk.clone();
+        assert!(!matches!(row_status, Some(RowStatus::ResetRow(_))), "cellardb never resets a row");
+        if let Some(size) = pending_size {
+            // A continuation of a split value: only value (and size).
+            assert!(row_key.is_empty() && family_name.is_none() && q.is_none() && labels.is_empty());
+            let cell = open.as_mut().unwrap().1.last_mut().unwrap();
+            cell.3.extend_from_slice(&value);
+            if value_size == 0 {
+                assert_eq!(cell.3.len(), size, "a split value's parts add up to its size");
+                pending_size = None;
+            }
+        } else {
+            if let Some((key, _)) = &open {
+                assert!(row_key.is_empty() || key == &row_key, "a row's later chunks name no other row");
+            } else {
+                assert!(!row_key.is_empty(), "a row's first chunk names the row");
+                assert!(family_name.is_some() && q.is_some(), "a row's first chunk names family and qualifier");
+                if let Some((last, _)) = rows.last() {
+                    let ordered = if reversed { row_key.as_ref() < &last[..] } else { row_key.as_ref() > &last[..] };
+                    assert!(ordered, "rows in order");
+                }
+                open = Some((row_key.to_vec(), Vec::new()));
+            }
+            if let Some(f) = family_name {
+                assert!(q.is_some(), "a new family comes with its qualifier");
+                family = Some(f);
+            }
+            if let Some(q) = q {
+                qualifier = Some(q);
+            }
+            open.as_mut().unwrap().1.push((
+                family.clone().unwrap(),
+                qualifier.clone().unwrap(),
+                timestamp_micros,
+                value.to_vec(),
+                labels,
+            ));
+            if value_size > 0 {
+                assert!(value.len() < usize::try_from(value_size).unwrap());
+                pending_size = Some(usize::try_from(value_size).unwrap());
+            }
+        }
+        if matches!(row_status, Some(RowStatus::CommitRow(true))) {
+            assert!(pending_size.is_none(), "a row commits after its last value's last part");
+            rows.push(open.take().unwrap());
+            (family, qualifier) = (None, None);
+        }
+    }
+    assert!(open.is_none(), "the read ends on a committed row");
+    rows
+}
+
+async fn read(
+    client: &mut BigtableClient<Channel>,
+    request: pb::ReadRowsRequest,
+) -> Result<Vec<pb::ReadRowsResponse>, tonic::Status> {
+    let mut stream = client.read_rows(request).await?.into_inner();
+    let mut out = Vec::new();
+    while let Some(r) = stream.message().await? {
+        out.push(r);
+    }
+    Ok(out)
+}
+
+fn read_all() -> pb::ReadRowsRequest {
+    pb::ReadRowsRequest { table_name: TABLE.into(), ..Default::default() }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn written_rows_read_back_through_the_chunk_rules_with_split_values() {
+    let mut h = Harness::start(ServeOptions { value_chunk: 10 }).await;
+    let big: Vec<u8> = (0..35u8).collect();
+    h.client
+        .mutate_row(mutate(
+            "r1",
+            vec![set_cell("m", "a", 2000, b"v2"), set_cell("m", "a", 1000, &big), set_cell("n", "b", 1000, b"")],
+        ))
+        .await
+        .unwrap();
+    h.client.mutate_row(mutate("r2", vec![set_cell("m", "a", 3000, b"x")])).await.unwrap();
+    let rows = merge(&read(&mut h.client, read_all()).await.unwrap(), false);
+    let cell =
+        |f: &str, q: &str, ts, v: &[u8]| (f.to_owned(), q.as_bytes().to_vec(), ts, v.to_vec(), Vec::<String>::new());
+    assert_eq!(
+        rows,
+        vec![
+            (b"r1".to_vec(), vec![cell("m", "a", 2000, b"v2"), cell("m", "a", 1000, &big), cell("n", "b", 1000, b"")]),
+            (b"r2".to_vec(), vec![cell("m", "a", 3000, b"x")]),
+        ]
+    );
+    // Reversed, limited to one row: the last.
+    let request = pb::ReadRowsRequest { reversed: true, rows_limit: 1, ..read_all() };
+    let rows = merge(&read(&mut h.client, request).await.unwrap(), true);
+    assert_eq!(rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>(), vec![b"r2".to_vec()]);
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn row_sets_and_filters_select_what_bigtable_selects() {
+    let mut h = Harness::start(ServeOptions::default()).await;
+    for key in ["a1", "a2", "b1", "b2", "c1"] {
+        h.client
+            .mutate_row(mutate(key, vec![set_cell("m", "q", 1000, key.as_bytes()), set_cell("m", "r", 1000, b"other")]))
+            .await
+            .unwrap();
+    }
+    let keys_of = |responses: &[pb::ReadRowsResponse]| {
+        merge(responses, false).into_iter().map(|r| String::from_utf8(r.0).unwrap()).collect::<Vec<_>>()
+    };
+    // A key, and a range [b1, c1): three rows, each once.
+    let rows = pb::RowSet {
+        row_keys: vec![Bytes::from_static(b"a2"), Bytes::from_static(b"b1")],
+        row_ranges: vec![pb::RowRange {
+            start_key: Some(pb::row_range::StartKey::StartKeyClosed(Bytes::from_static(b"b1"))),
+            end_key: Some(pb::row_range::EndKey::EndKeyOpen(Bytes::from_static(b"c1"))),
+        }],
+    };
+    let got = read(&mut h.client, pb::ReadRowsRequest { rows: Some(rows), ..read_all() }).await.unwrap();
+    assert_eq!(keys_of(&got), ["a2", "b1", "b2"]);
+    // A chain: rows matching `b.*`, qualifier q only, labelled.
+    let chain = |filters: Vec<pb::row_filter::Filter>| pb::RowFilter {
+        filter: Some(pb::row_filter::Filter::Chain(pb::row_filter::Chain {
+            filters: filters.into_iter().map(|f| pb::RowFilter { filter: Some(f) }).collect(),
+        })),
+    };
+    let filter = chain(vec![
+        F::RowKeyRegexFilter(Bytes::from_static(b"b.*")),
+        F::ColumnQualifierRegexFilter(Bytes::from_static(b"q")),
+        F::ApplyLabelTransformer("seen".into()),
+    ]);
+    let got =
+        merge(&read(&mut h.client, pb::ReadRowsRequest { filter: Some(filter), ..read_all() }).await.unwrap(), false);
+    assert_eq!(got.len(), 2);
+    for (key, cells) in got {
+        assert_eq!(cells, vec![("m".to_owned(), b"q".to_vec(), 1000, key.clone(), vec!["seen".to_owned()])]);
+    }
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_are_the_codes_bigtable_answers_with() {
+    let mut h = Harness::start(ServeOptions::default()).await;
+    let code = |r: Result<tonic::Response<pb::MutateRowResponse>, tonic::Status>| r.unwrap_err().code();
+    // Unknown table, malformed name, unknown family, no mutations, a
+    // timestamp not in milliseconds, a key over 4 KiB.
+    let mut missing = mutate("r", vec![set_cell("m", "q", 1000, b"v")]);
+    missing.table_name = "projects/p/instances/i/tables/nope".into();
+    assert_eq!(code(h.client.mutate_row(missing).await), Code::NotFound);
+    let mut malformed = mutate("r", vec![set_cell("m", "q", 1000, b"v")]);
+    malformed.table_name = "weather".into();
+    assert_eq!(code(h.client.mutate_row(malformed).await), Code::InvalidArgument);
+    assert_eq!(code(h.client.mutate_row(mutate("r", vec![set_cell("zz", "q", 1000, b"v")])).await), Code::NotFound);
+    assert_eq!(code(h.client.mutate_row(mutate("r", vec![])).await), Code::InvalidArgument);
+    assert_eq!(
+        code(h.client.mutate_row(mutate("r", vec![set_cell("m", "q", 1001, b"v")])).await),
+        Code::InvalidArgument
+    );
+    let long = "k".repeat(4097);
+    assert_eq!(
+        code(h.client.mutate_row(mutate(&long, vec![set_cell("m", "q", 1000, b"v")])).await),
+        Code::InvalidArgument
+    );
+    // A bad regex, a negative limit, a sink set to false.
+    let bad_regex =
+        pb::RowFilter { filter: Some(pb::row_filter::Filter::ValueRegexFilter(Bytes::from_static(b"(unclosed"))) };
+    let err = read(&mut h.client, pb::ReadRowsRequest { filter: Some(bad_regex), ..read_all() }).await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+    let err = read(&mut h.client, pb::ReadRowsRequest { rows_limit: -1, ..read_all() }).await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    let sink = pb::RowFilter { filter: Some(pb::row_filter::Filter::Sink(false)) };
+    let err = read(&mut h.client, pb::ReadRowsRequest { filter: Some(sink), ..read_all() }).await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    // What cellardb does not serve.
+    let err = h.client.prepare_query(pb::PrepareQueryRequest::default()).await.unwrap_err();
+    assert_eq!(err.code(), Code::Unimplemented);
+    assert!(err.message().contains("not served"), "{err:?}");
+    // Nothing was written by any of it.
+    assert!(merge(&read(&mut h.client, read_all()).await.unwrap(), false).is_empty());
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bulk_conditional_and_read_modify_write_calls_answer_as_bigtable_does() {
+    let mut h = Harness::start(ServeOptions::default()).await;
+    // MutateRows: a status per entry, the bad one failing alone.
+    let entry = |key: &str, family: &str| pb::mutate_rows_request::Entry {
+        row_key: Bytes::copy_from_slice(key.as_bytes()),
+        mutations: vec![set_cell(family, "q", 1000, b"v")],
+        idempotency: None,
+    };
+    let request = pb::MutateRowsRequest {
+        table_name: TABLE.into(),
+        entries: vec![entry("a", "m"), entry("b", "nope"), entry("c", "m")],
+        ..Default::default()
+    };
+    let mut stream = h.client.mutate_rows(request).await.unwrap().into_inner();
+    let mut statuses = Vec::new();
+    while let Some(r) = stream.message().await.unwrap() {
+        statuses.extend(r.entries.into_iter().map(|e| (e.index, e.status.unwrap().code)));
+    }
+    assert_eq!(statuses, vec![(0, 0), (1, Code::NotFound as i32), (2, 0)]);
+    // CheckAndMutateRow: the predicate matches row a, not row b.
+    let check = |key: &str| pb::CheckAndMutateRowRequest {
+        table_name: TABLE.into(),
+        row_key: Bytes::copy_from_slice(key.as_bytes()),
+        predicate_filter: None,
+        true_mutations: vec![set_cell("n", "hit", 1000, b"yes")],
+        false_mutations: vec![set_cell("n", "miss", 1000, b"yes")],
+        ..Default::default()
+    };
+    assert!(h.client.check_and_mutate_row(check("a")).await.unwrap().into_inner().predicate_matched);
+    assert!(!h.client.check_and_mutate_row(check("b")).await.unwrap().into_inner().predicate_matched);
+    // ReadModifyWriteRow: increments from nothing, then again.
+    let increment = pb::ReadModifyWriteRowRequest {
+        table_name: TABLE.into(),
+        row_key: Bytes::from_static(b"counter"),
+        rules: vec![pb::ReadModifyWriteRule {
+            family_name: "n".into(),
+            column_qualifier: Bytes::from_static(b"c"),
+            rule: Some(pb::read_modify_write_rule::Rule::IncrementAmount(5)),
+        }],
+        ..Default::default()
+    };
+    h.client.read_modify_write_row(increment.clone()).await.unwrap();
+    let row = h.client.read_modify_write_row(increment).await.unwrap().into_inner().row.unwrap();
+    assert_eq!(row.key.as_ref(), b"counter");
+    assert_eq!(row.families[0].name, "n");
+    assert_eq!(row.families[0].columns[0].cells[0].value.as_ref(), 10i64.to_be_bytes());
+    // SampleRowKeys answers; PingAndWarm checks the instance's name.
+    let request = pb::SampleRowKeysRequest { table_name: TABLE.into(), ..Default::default() };
+    let mut samples = h.client.sample_row_keys(request).await.unwrap().into_inner();
+    while samples.message().await.unwrap().is_some() {}
+    let ping = pb::PingAndWarmRequest { name: "projects/p/instances/i".into(), app_profile_id: String::new() };
+    h.client.ping_and_warm(ping).await.unwrap();
+    let bad_ping = pb::PingAndWarmRequest { name: "nope".into(), app_profile_id: String::new() };
+    assert_eq!(h.client.ping_and_warm(bad_ping).await.unwrap_err().code(), Code::InvalidArgument);
+    h.stop().await;
+}

@@ -493,7 +493,7 @@ impl DecodedBlock {
     }
 
     /// Entry `i`, copied out (inspection and tests; reads borrow entries
-    /// through an [`super::SstIter`]).
+    /// through an SSTable iterator).
     pub fn entry(&self, i: usize) -> Option<Entry> {
         let mut row = Vec::new();
         self.entry_in(i, &mut row).map(EntryRef::to_entry)

@@ -1,0 +1,257 @@
+//! The table admin API (`google.bigtable.admin.v2.BigtableTableAdmin`), the
+//! part of it that clients and `cbt` use to manage tables and families:
+//! `CreateTable`, `ListTables`, `GetTable`, `DeleteTable`,
+//! `ModifyColumnFamilies`, `DropRowRange`, and the consistency calls, which
+//! answer "consistent" at once (one process has nothing to replicate).
+//! Backups, snapshots, authorized views and IAM are not served.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use cellardb::{Db, GcRule, RowRange, TableSchema};
+use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2 as pb;
+use pb::gc_rule::Rule;
+use tonic::{Request, Response, Status};
+
+use crate::bigtable_table_admin_server::BigtableTableAdmin;
+use crate::names::{check_instance, table_in};
+use crate::status::{invalid, status_of};
+
+/// The token `GenerateConsistencyToken` hands out; any token is consistent.
+const CONSISTENCY_TOKEN: &str = "cellardb-has-one-replica";
+
+/// The table admin service.
+#[derive(Clone)]
+pub struct AdminService {
+    db: Db,
+}
+
+impl AdminService {
+    /// The service over `db`.
+    pub fn new(db: Db) -> AdminService {
+        AdminService { db }
+    }
+
+    /// `table`'s message, with its families where `view` asks for them.
+    fn table_message(&self, instance: &str, table: &str, view: pb::table::View) -> Result<pb::Table, Status> {
+        let mut message = pb::Table { name: format!("{instance}/tables/{table}"), ..pb::Table::default() };
+        if view != pb::table::View::NameOnly {
+            let schema = self.db.table_schema(table).map_err(|e| status_of(&e))?;
+            message.column_families = families_message(&schema);
+        }
+        Ok(message)
+    }
+}
+
+/// Runs `f` on the blocking pool: schema changes write the manifest.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Status> + Send + 'static) -> Result<T, Status> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| Status::internal(format!("a request's task failed: {e}")))?
+}
+
+/// The instance part of a table's name: `projects/{p}/instances/{i}`.
+fn instance_of(table_name: &str) -> &str {
+    table_name.rsplitn(3, '/').nth(2).unwrap_or_default()
+}
+
+fn families_message(schema: &TableSchema) -> HashMap<String, pb::ColumnFamily> {
+    schema
+        .families
+        .iter()
+        .map(|f| (f.name.clone(), pb::ColumnFamily { gc_rule: Some(gc_rule_message(&f.gc_rule)), value_type: None }))
+        .collect()
+}
+
+/// A family's GC rule as the admin API writes it.
+fn gc_rule_message(rule: &GcRule) -> pb::GcRule {
+    let rule = match rule {
+        GcRule::None => None,
+        GcRule::MaxVersions(n) => Some(Rule::MaxNumVersions(i32::try_from(*n).unwrap_or(i32::MAX))),
+        GcRule::MaxAge(d) => Some(Rule::MaxAge(prost_types::Duration {
+            seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            nanos: i32::try_from(d.subsec_nanos()).unwrap_or(0),
+        })),
+        GcRule::Union(rules) => {
+            Some(Rule::Union(pb::gc_rule::Union { rules: rules.iter().map(gc_rule_message).collect() }))
+        }
+        GcRule::Intersection(rules) => {
+            Some(Rule::Intersection(pb::gc_rule::Intersection { rules: rules.iter().map(gc_rule_message).collect() }))
+        }
+    };
+    pb::GcRule { rule }
+}
+
+/// The admin API's GC rule as cellardb's; no rule keeps everything.
+fn gc_rule(rule: Option<&pb::GcRule>) -> Result<GcRule, Status> {
+    let Some(rule) = rule.and_then(|r| r.rule.as_ref()) else { return Ok(GcRule::none()) };
+    Ok(match rule {
+        Rule::MaxNumVersions(n) => match u32::try_from(*n) {
+            Ok(n) if n > 0 => GcRule::max_versions(n),
+            _ => return Err(invalid(format!("max_num_versions must be positive, not {n}"))),
+        },
+        Rule::MaxAge(d) => {
+            let (Ok(seconds), Ok(nanos)) = (u64::try_from(d.seconds), u32::try_from(d.nanos)) else {
+                return Err(invalid(format!("max_age must not be negative ({}s {}ns)", d.seconds, d.nanos)));
+            };
+            GcRule::max_age(Duration::new(seconds, nanos))
+        }
+        Rule::Union(u) => GcRule::Union(u.rules.iter().map(|r| gc_rule(Some(r))).collect::<Result<_, _>>()?),
+        Rule::Intersection(i) => {
+            GcRule::Intersection(i.rules.iter().map(|r| gc_rule(Some(r))).collect::<Result<_, _>>()?)
+        }
+    })
+}
+
+/// A family of a `CreateTable` or `ModifyColumnFamilies`: its GC rule.
+/// Aggregate families (a `value_type`) are created through the Rust API
+/// for now.
+fn family_rule(family: &pb::ColumnFamily) -> Result<GcRule, Status> {
+    if family.value_type.is_some() {
+        return Err(Status::unimplemented(
+            "families with a value_type (aggregates) are not created over gRPC by cellardb yet; use the Rust API",
+        ));
+    }
+    gc_rule(family.gc_rule.as_ref())
+}
+
+/// One step of a `ModifyColumnFamilies`, checked.
+enum Step {
+    Create(String, GcRule),
+    Update(String, GcRule),
+    Drop(String),
+}
+
+#[tonic::async_trait]
+impl BigtableTableAdmin for AdminService {
+    async fn create_table(&self, request: Request<pb::CreateTableRequest>) -> Result<Response<pb::Table>, Status> {
+        let req = request.into_inner();
+        check_instance(&req.parent)?;
+        if req.table_id.is_empty() || req.table_id.contains('/') {
+            return Err(invalid(format!("table_id {:?} is empty or holds a '/'", req.table_id)));
+        }
+        let families: Vec<(String, GcRule)> = req
+            .table
+            .iter()
+            .flat_map(|t| t.column_families.iter())
+            .map(|(name, f)| Ok((name.clone(), family_rule(f)?)))
+            .collect::<Result<_, Status>>()?;
+        let (db, id) = (self.db.clone(), req.table_id.clone());
+        blocking(move || db.create_table(&id, families).map_err(|e| status_of(&e))).await?;
+        Ok(Response::new(self.table_message(&req.parent, &req.table_id, pb::table::View::SchemaView)?))
+    }
+
+    async fn list_tables(
+        &self,
+        request: Request<pb::ListTablesRequest>,
+    ) -> Result<Response<pb::ListTablesResponse>, Status> {
+        let req = request.into_inner();
+        check_instance(&req.parent)?;
+        let view = match pb::table::View::try_from(req.view).unwrap_or_default() {
+            pb::table::View::Unspecified => pb::table::View::NameOnly,
+            v => v,
+        };
+        let names = self.db.list_tables().map_err(|e| status_of(&e))?;
+        let tables = names.iter().map(|t| self.table_message(&req.parent, t, view)).collect::<Result<_, _>>()?;
+        Ok(Response::new(pb::ListTablesResponse { tables, next_page_token: String::new() }))
+    }
+
+    async fn get_table(&self, request: Request<pb::GetTableRequest>) -> Result<Response<pb::Table>, Status> {
+        let req = request.into_inner();
+        let table = table_in(&req.name)?;
+        let view = match pb::table::View::try_from(req.view).unwrap_or_default() {
+            pb::table::View::Unspecified => pb::table::View::SchemaView,
+            v => v,
+        };
+        // A table that does not exist is NOT_FOUND whatever the view.
+        self.db.table(table).map_err(|e| status_of(&e))?;
+        Ok(Response::new(self.table_message(instance_of(&req.name), table, view)?))
+    }
+
+    async fn delete_table(&self, request: Request<pb::DeleteTableRequest>) -> Result<Response<()>, Status> {
+        let name = table_in(&request.get_ref().name)?.to_owned();
+        let db = self.db.clone();
+        blocking(move || db.delete_table(&name).map_err(|e| status_of(&e))).await?;
+        Ok(Response::new(()))
+    }
+
+    async fn modify_column_families(
+        &self,
+        request: Request<pb::ModifyColumnFamiliesRequest>,
+    ) -> Result<Response<pb::Table>, Status> {
+        use pb::modify_column_families_request::modification::Mod;
+        let req = request.into_inner();
+        let table = table_in(&req.name)?.to_owned();
+        if req.modifications.is_empty() {
+            return Err(invalid("no modifications"));
+        }
+        // Every step is checked against the schema as the steps before it
+        // leave it, before any is applied: a request that cannot apply
+        // whole changes nothing (short of an I/O error part way).
+        let schema = self.db.table_schema(&table).map_err(|e| status_of(&e))?;
+        let mut families: Vec<String> = schema.families.iter().map(|f| f.name.clone()).collect();
+        let mut steps = Vec::new();
+        for m in &req.modifications {
+            let exists = families.contains(&m.id);
+            let step = match &m.r#mod {
+                Some(Mod::Create(f)) if !exists => Step::Create(m.id.clone(), family_rule(f)?),
+                Some(Mod::Create(_)) => return Err(Status::already_exists(format!("family {:?} exists", m.id))),
+                Some(Mod::Update(f)) if exists => Step::Update(m.id.clone(), family_rule(f)?),
+                Some(Mod::Drop(true)) if exists => Step::Drop(m.id.clone()),
+                Some(Mod::Update(_) | Mod::Drop(true)) => {
+                    return Err(Status::not_found(format!("family {:?} does not exist", m.id)));
+                }
+                Some(Mod::Drop(false)) | None => {
+                    return Err(invalid(format!("modification of {:?} names nothing to do", m.id)));
+                }
+            };
+            match &step {
+                Step::Create(name, _) => families.push(name.clone()),
+                Step::Drop(name) => families.retain(|f| f != name),
+                Step::Update(..) => {}
+            }
+            steps.push(step);
+        }
+        let (db, name) = (self.db.clone(), table.clone());
+        blocking(move || {
+            for step in steps {
+                match step {
+                    Step::Create(f, rule) => db.create_family(&name, &f, rule),
+                    Step::Update(f, rule) => db.set_gc_rule(&name, &f, rule),
+                    Step::Drop(f) => db.delete_family(&name, &f),
+                }
+                .map_err(|e| status_of(&e))?;
+            }
+            Ok(())
+        })
+        .await?;
+        Ok(Response::new(self.table_message(instance_of(&req.name), &table, pb::table::View::SchemaView)?))
+    }
+
+    async fn drop_row_range(&self, request: Request<pb::DropRowRangeRequest>) -> Result<Response<()>, Status> {
+        use pb::drop_row_range_request::Target;
+        let req = request.into_inner();
+        let table = self.db.table(table_in(&req.name)?).map_err(|e| status_of(&e))?;
+        let range = match req.target {
+            Some(Target::RowKeyPrefix(p)) if !p.is_empty() => RowRange::prefix(p),
+            Some(Target::DeleteAllDataFromTable(true)) => RowRange::all(),
+            _ => return Err(invalid("drop_row_range needs a non-empty row_key_prefix or delete_all_data_from_table")),
+        };
+        blocking(move || table.drop_row_range(range).map_err(|e| status_of(&e))).await?;
+        Ok(Response::new(()))
+    }
+
+    async fn generate_consistency_token(
+        &self,
+        request: Request<pb::GenerateConsistencyTokenRequest>,
+    ) -> Result<Response<pb::GenerateConsistencyTokenResponse>, Status> {
+        self.db.table(table_in(&request.get_ref().name)?).map_err(|e| status_of(&e))?;
+        Ok(Response::new(pb::GenerateConsistencyTokenResponse { consistency_token: CONSISTENCY_TOKEN.into() }))
+    }
+
+    async fn check_consistency(
+        &self,
+        request: Request<pb::CheckConsistencyRequest>,
+    ) -> Result<Response<pb::CheckConsistencyResponse>, Status> {
+        self.db.table(table_in(&request.get_ref().name)?).map_err(|e| status_of(&e))?;
+        Ok(Response::new(pb::CheckConsistencyResponse { consistent: true }))
+    }
+}

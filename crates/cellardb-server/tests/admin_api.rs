@@ -1,0 +1,196 @@
+//! The table admin API driven through the generated admin client over
+//! loopback, as `cbt` and the client libraries' admin clients drive it.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use admin::bigtable_table_admin_client::BigtableTableAdminClient;
+use admin::drop_row_range_request::Target;
+use admin::gc_rule::Rule;
+use admin::modify_column_families_request::Modification;
+use admin::modify_column_families_request::modification::Mod;
+use bytes::Bytes;
+use cellardb::Db;
+use cellardb_server::{ServeOptions, serve};
+use data::bigtable_client::BigtableClient;
+use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2 as admin;
+use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as data;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tonic::Code;
+use tonic::transport::Channel;
+
+const INSTANCE: &str = "projects/p/instances/i";
+
+struct Harness {
+    admin: BigtableTableAdminClient<Channel>,
+    data: BigtableClient<Channel>,
+    stop: oneshot::Sender<()>,
+    served: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
+    _dir: tempfile::TempDir,
+}
+
+async fn start() -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let served = tokio::spawn(serve(db, listener, ServeOptions::default(), async {
+        stopped.await.ok();
+    }));
+    let channel = Channel::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap();
+    Harness {
+        admin: BigtableTableAdminClient::new(channel.clone()),
+        data: BigtableClient::new(channel),
+        stop,
+        served,
+        _dir: dir,
+    }
+}
+
+impl Harness {
+    async fn stop(self) {
+        self.stop.send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(10), self.served).await.unwrap().unwrap().unwrap();
+    }
+}
+
+fn versions(n: i32) -> admin::GcRule {
+    admin::GcRule { rule: Some(Rule::MaxNumVersions(n)) }
+}
+
+fn age(seconds: i64) -> admin::GcRule {
+    admin::GcRule { rule: Some(Rule::MaxAge(prost_types::Duration { seconds, nanos: 0 })) }
+}
+
+fn family(rule: admin::GcRule) -> admin::ColumnFamily {
+    admin::ColumnFamily { gc_rule: Some(rule), value_type: None }
+}
+
+fn create(id: &str, families: &[(&str, admin::GcRule)]) -> admin::CreateTableRequest {
+    let column_families: HashMap<String, admin::ColumnFamily> =
+        families.iter().map(|(name, rule)| ((*name).to_owned(), family(rule.clone()))).collect();
+    admin::CreateTableRequest {
+        parent: INSTANCE.into(),
+        table_id: id.into(),
+        table: Some(admin::Table { column_families, ..Default::default() }),
+        initial_splits: Vec::new(),
+    }
+}
+
+fn modify(table: &str, id: &str, m: Mod) -> admin::ModifyColumnFamiliesRequest {
+    admin::ModifyColumnFamiliesRequest {
+        name: format!("{INSTANCE}/tables/{table}"),
+        modifications: vec![Modification { id: id.into(), update_mask: None, r#mod: Some(m) }],
+        ignore_warnings: false,
+    }
+}
+
+fn rules_of(table: &admin::Table) -> Vec<(String, Option<Rule>)> {
+    let mut rules: Vec<_> =
+        table.column_families.iter().map(|(n, f)| (n.clone(), f.gc_rule.clone().and_then(|r| r.rule))).collect();
+    rules.sort_by(|a, b| a.0.cmp(&b.0));
+    rules
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_and_families_are_managed_as_bigtable_manages_them() {
+    let mut h = start().await;
+    let union =
+        admin::GcRule { rule: Some(Rule::Union(admin::gc_rule::Union { rules: vec![versions(3), age(86_400)] })) };
+    let table = h.admin.create_table(create("weather", &[("m", versions(1)), ("raw", union.clone())])).await.unwrap();
+    assert_eq!(table.get_ref().name, format!("{INSTANCE}/tables/weather"));
+    assert_eq!(rules_of(table.get_ref()), vec![("m".into(), versions(1).rule), ("raw".into(), union.rule.clone())]);
+    let again = h.admin.create_table(create("weather", &[])).await.unwrap_err();
+    assert_eq!(again.code(), Code::AlreadyExists);
+    h.admin.create_table(create("other", &[])).await.unwrap();
+
+    let list = admin::ListTablesRequest { parent: INSTANCE.into(), ..Default::default() };
+    let mut names: Vec<String> =
+        h.admin.list_tables(list).await.unwrap().into_inner().tables.into_iter().map(|t| t.name).collect();
+    names.sort();
+    assert_eq!(names, [format!("{INSTANCE}/tables/other"), format!("{INSTANCE}/tables/weather")]);
+
+    // Create, update and drop families; a step that cannot apply fails the
+    // request, and changes nothing.
+    h.admin.modify_column_families(modify("weather", "new", Mod::Create(family(age(60))))).await.unwrap();
+    h.admin.modify_column_families(modify("weather", "m", Mod::Update(family(versions(2))))).await.unwrap();
+    let dropped = h.admin.modify_column_families(modify("weather", "raw", Mod::Drop(true))).await.unwrap();
+    assert_eq!(rules_of(dropped.get_ref()), vec![("m".into(), versions(2).rule), ("new".into(), age(60).rule)]);
+    let batch = admin::ModifyColumnFamiliesRequest {
+        name: format!("{INSTANCE}/tables/weather"),
+        modifications: vec![
+            Modification { id: "x".into(), update_mask: None, r#mod: Some(Mod::Create(family(versions(1)))) },
+            Modification { id: "gone".into(), update_mask: None, r#mod: Some(Mod::Drop(true)) },
+        ],
+        ignore_warnings: false,
+    };
+    assert_eq!(h.admin.modify_column_families(batch).await.unwrap_err().code(), Code::NotFound);
+    let get = admin::GetTableRequest { name: format!("{INSTANCE}/tables/weather"), view: 0 };
+    let table = h.admin.get_table(get.clone()).await.unwrap().into_inner();
+    assert_eq!(rules_of(&table), vec![("m".into(), versions(2).rule), ("new".into(), age(60).rule)]);
+    let bad = h.admin.modify_column_families(modify("weather", "m", Mod::Update(family(versions(0))))).await;
+    assert_eq!(bad.unwrap_err().code(), Code::InvalidArgument);
+
+    // Consistency is immediate: one process, one replica.
+    let token = admin::GenerateConsistencyTokenRequest { name: format!("{INSTANCE}/tables/weather") };
+    let token = h.admin.generate_consistency_token(token).await.unwrap().into_inner().consistency_token;
+    let check = admin::CheckConsistencyRequest {
+        name: format!("{INSTANCE}/tables/weather"),
+        consistency_token: token,
+        mode: None,
+    };
+    assert!(h.admin.check_consistency(check).await.unwrap().into_inner().consistent);
+
+    h.admin.delete_table(admin::DeleteTableRequest { name: format!("{INSTANCE}/tables/other") }).await.unwrap();
+    let gone = admin::GetTableRequest { name: format!("{INSTANCE}/tables/other"), view: 0 };
+    assert_eq!(h.admin.get_table(gone).await.unwrap_err().code(), Code::NotFound);
+    let malformed = admin::GetTableRequest { name: "weather".into(), view: 0 };
+    assert_eq!(h.admin.get_table(malformed).await.unwrap_err().code(), Code::InvalidArgument);
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drop_row_range_deletes_a_prefix_or_everything() {
+    let mut h = start().await;
+    h.admin.create_table(create("t", &[("m", versions(1))])).await.unwrap();
+    let table = format!("{INSTANCE}/tables/t");
+    for key in ["a1", "a2", "b1"] {
+        let set = data::Mutation {
+            mutation: Some(data::mutation::Mutation::SetCell(data::mutation::SetCell {
+                family_name: "m".into(),
+                column_qualifier: Bytes::from_static(b"q"),
+                timestamp_micros: 1000,
+                value: Bytes::from_static(b"v"),
+            })),
+        };
+        let request = data::MutateRowRequest {
+            table_name: table.clone(),
+            row_key: Bytes::copy_from_slice(key.as_bytes()),
+            mutations: vec![set],
+            ..Default::default()
+        };
+        h.data.mutate_row(request).await.unwrap();
+    }
+    let keys = |h: &mut Harness| {
+        let request = data::ReadRowsRequest { table_name: table.clone(), ..Default::default() };
+        let mut data = h.data.clone();
+        async move {
+            let mut stream = data.read_rows(request).await.unwrap().into_inner();
+            let mut keys = Vec::new();
+            while let Some(r) = stream.message().await.unwrap() {
+                keys.extend(r.chunks.iter().filter(|c| !c.row_key.is_empty()).map(|c| c.row_key.clone()));
+            }
+            keys
+        }
+    };
+    let range = |target| admin::DropRowRangeRequest { name: table.clone(), target: Some(target) };
+    h.admin.drop_row_range(range(Target::RowKeyPrefix(Bytes::from_static(b"a")))).await.unwrap();
+    assert_eq!(keys(&mut h).await, [Bytes::from_static(b"b1")]);
+    let empty = h.admin.drop_row_range(range(Target::RowKeyPrefix(Bytes::new()))).await.unwrap_err();
+    assert_eq!(empty.code(), Code::InvalidArgument);
+    h.admin.drop_row_range(range(Target::DeleteAllDataFromTable(true))).await.unwrap();
+    assert!(keys(&mut h).await.is_empty());
+    h.stop().await;
+}

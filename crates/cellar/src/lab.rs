@@ -52,7 +52,7 @@ pub struct Args {
     rocksdb: bool,
 }
 
-fn parse_durability(s: &str) -> Result<Durability, String> {
+pub(crate) fn parse_durability(s: &str) -> Result<Durability, String> {
     match s {
         "buffered" => Ok(Durability::Buffered),
         "sync" => Ok(Durability::Sync),

@@ -3,7 +3,8 @@
 //! `cellar dump sst|wal|manifest` decodes one file, byte for byte as
 //! `docs/format/` specifies it, and can verify it; `ls`, `read`, `lookup`,
 //! `count` and `stats` read a database directory as `cbt` reads a Bigtable
-//! instance, opened read-only so they run beside a live writer.
+//! instance, opened read-only so they run beside a live writer; `serve`
+//! serves a database over Bigtable's gRPC API.
 //! `docs/tools.md` shows each command on the balloon workload.
 //!
 //! The logger is on (`warn`, or as `RUST_LOG` says, to stderr), so what the
@@ -20,6 +21,7 @@ mod dump_sst;
 mod dump_wal;
 mod go;
 mod lab;
+mod serve;
 mod show;
 
 use std::io::Write;
@@ -96,6 +98,9 @@ enum Command {
     /// The schema-pattern lab: load the balloon workload in each schema
     /// pattern, and report what each costs (bytes, ingest, queries).
     Lab(lab::Args),
+    /// Serve Bigtable's v2 Data API and table admin API over gRPC from a
+    /// database directory, until SIGINT or SIGTERM (`docs/server.md`).
+    Serve(serve::Args),
     /// Files, bytes, logical bytes and compression per table, family and level.
     Stats {
         /// One JSON object per family and level.
@@ -217,5 +222,6 @@ fn run(cli: &Cli, out: &mut Out) -> Outcome {
         Command::Count { table, args, json } => cbt::count(&db()?, table, args, *json, out),
         Command::Stats { json } => cbt::stats(&db()?, *json, out),
         Command::Lab(args) => lab::run(args, out),
+        Command::Serve(args) => serve::run(args, out),
     }
 }

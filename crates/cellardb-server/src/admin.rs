@@ -14,6 +14,7 @@ use pb::gc_rule::Rule;
 use tonic::{Request, Response, Status};
 
 use crate::bigtable_table_admin_server::BigtableTableAdmin;
+use crate::data::blocking;
 use crate::names::{check_instance, table_in};
 use crate::status::{invalid, status_of};
 
@@ -41,11 +42,6 @@ impl AdminService {
         }
         Ok(message)
     }
-}
-
-/// Runs `f` on the blocking pool: schema changes write the manifest.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Status> + Send + 'static) -> Result<T, Status> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| Status::internal(format!("a request's task failed: {e}")))?
 }
 
 /// The instance part of a table's name: `projects/{p}/instances/{i}`.

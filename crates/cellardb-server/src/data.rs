@@ -52,8 +52,11 @@ impl DataService {
 
 type Streamed<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
-/// Runs `f` on the blocking pool.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Status> + Send + 'static) -> Result<T, Status> {
+/// Runs `f` on the blocking pool: the engine's calls block (a write on its
+/// log, a schema change on the manifest, a read on its blocks).
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, Status> + Send + 'static,
+) -> Result<T, Status> {
     tokio::task::spawn_blocking(f).await.map_err(|e| Status::internal(format!("a request's task failed: {e}")))?
 }
 

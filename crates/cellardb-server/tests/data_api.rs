@@ -11,12 +11,15 @@ use cellardb_server::{ServeOptions, serve};
 use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as pb;
 use pb::bigtable_client::BigtableClient;
 use pb::read_rows_response::CellChunk;
-use pb::read_rows_response::cell_chunk::RowStatus;
 use pb::row_filter::Filter as F;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tonic::Code;
 use tonic::transport::Channel;
+
+mod support;
+
+use support::{MergedRow, merge_chunks};
 
 const TABLE: &str = "projects/p/instances/i/tables/weather";
 
@@ -71,73 +74,11 @@ fn mutate(key: &str, mutations: Vec<pb::Mutation>) -> pb::MutateRowRequest {
     }
 }
 
-/// A cell as a merged read gives it: (family, qualifier, timestamp, value,
-/// labels).
-type MergedCell = (String, Vec<u8>, i64, Vec<u8>, Vec<String>);
-
-/// Merges a read's chunks into rows, as a client library does, asserting
-/// the rules of `ReadRowsResponse.CellChunk` on the way: a row's first
-/// chunk names its row, family and qualifier; a value split over chunks
-/// carries its size on every chunk but the last, whose parts add up to
-/// it; continuation chunks name nothing; every row ends in a commit, and
-/// rows come in order (reversed for a reversed read).
-fn merge(responses: &[pb::ReadRowsResponse], reversed: bool) -> Vec<(Vec<u8>, Vec<MergedCell>)> {
-    let mut rows: Vec<(Vec<u8>, Vec<MergedCell>)> = Vec::new();
-    let mut open: Option<(Vec<u8>, Vec<MergedCell>)> = None;
-    let (mut family, mut qualifier) = (None::<String>, None::<Vec<u8>>);
-    let mut pending_size: Option<usize> = None;
-    for chunk in responses.iter().flat_map(|r| r.chunks.iter()) {
-        let CellChunk { row_key, family_name, qualifier: q, timestamp_micros, labels, value, value_size, row_status } =
-            chunk.clone();
-        assert!(!matches!(row_status, Some(RowStatus::ResetRow(_))), "cellardb never resets a row");
-        if let Some(size) = pending_size {
-            // A continuation of a split value: only value (and size).
-            assert!(row_key.is_empty() && family_name.is_none() && q.is_none() && labels.is_empty());
-            let cell = open.as_mut().unwrap().1.last_mut().unwrap();
-            cell.3.extend_from_slice(&value);
-            if value_size == 0 {
-                assert_eq!(cell.3.len(), size, "a split value's parts add up to its size");
-                pending_size = None;
-            }
-        } else {
-            if let Some((key, _)) = &open {
-                assert!(row_key.is_empty() || key == &row_key, "a row's later chunks name no other row");
-            } else {
-                assert!(!row_key.is_empty(), "a row's first chunk names the row");
-                assert!(family_name.is_some() && q.is_some(), "a row's first chunk names family and qualifier");
-                if let Some((last, _)) = rows.last() {
-                    let ordered = if reversed { row_key.as_ref() < &last[..] } else { row_key.as_ref() > &last[..] };
-                    assert!(ordered, "rows in order");
-                }
-                open = Some((row_key.to_vec(), Vec::new()));
-            }
-            if let Some(f) = family_name {
-                assert!(q.is_some(), "a new family comes with its qualifier");
-                family = Some(f);
-            }
-            if let Some(q) = q {
-                qualifier = Some(q);
-            }
-            open.as_mut().unwrap().1.push((
-                family.clone().unwrap(),
-                qualifier.clone().unwrap(),
-                timestamp_micros,
-                value.to_vec(),
-                labels,
-            ));
-            if value_size > 0 {
-                assert!(value.len() < usize::try_from(value_size).unwrap());
-                pending_size = Some(usize::try_from(value_size).unwrap());
-            }
-        }
-        if matches!(row_status, Some(RowStatus::CommitRow(true))) {
-            assert!(pending_size.is_none(), "a row commits after its last value's last part");
-            rows.push(open.take().unwrap());
-            (family, qualifier) = (None, None);
-        }
-    }
-    assert!(open.is_none(), "the read ends on a committed row");
-    rows
+/// Merges a read's answer into rows, failing the test on any chunk a
+/// client library would reject (`support::merge_chunks`).
+fn merge(responses: &[pb::ReadRowsResponse], reversed: bool) -> Vec<MergedRow> {
+    let chunks: Vec<CellChunk> = responses.iter().flat_map(|r| r.chunks.iter().cloned()).collect();
+    merge_chunks(&chunks, reversed).unwrap_or_else(|e| panic!("a client would reject this answer: {e}"))
 }
 
 async fn read(

@@ -268,24 +268,28 @@ fn rpc_status(error: Option<Status>) -> rpc::Status {
 }
 
 /// A row as the v2 `Row` message: families, then columns, then cells, in
-/// the model's order.
+/// the model's order (the row's own grouping).
 fn row_message(row: &cellardb::Row) -> pb::Row {
-    let mut families: Vec<pb::Family> = Vec::new();
-    for (family, qualifier, cell) in row.cells() {
-        if families.last().is_none_or(|f| f.name != family) {
-            families.push(pb::Family { name: family.to_owned(), columns: Vec::new() });
-        }
-        let Some(f) = families.last_mut() else { continue };
-        if f.columns.last().is_none_or(|c| c.qualifier != *qualifier) {
-            f.columns.push(pb::Column { qualifier: qualifier.clone(), cells: Vec::new() });
-        }
-        if let Some(c) = f.columns.last_mut() {
-            c.cells.push(pb::Cell {
-                timestamp_micros: cell.timestamp.micros(),
-                value: cell.value.clone(),
-                labels: cell.labels.clone(),
-            });
-        }
-    }
+    let families = row
+        .families()
+        .map(|f| pb::Family {
+            name: f.name.to_owned(),
+            columns: f
+                .columns()
+                .map(|c| pb::Column {
+                    qualifier: c.qualifier.clone(),
+                    cells: c
+                        .cells
+                        .iter()
+                        .map(|cell| pb::Cell {
+                            timestamp_micros: cell.timestamp.micros(),
+                            value: cell.value.clone(),
+                            labels: cell.labels.clone(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect();
     pb::Row { key: row.key.clone(), families }
 }

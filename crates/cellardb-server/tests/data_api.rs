@@ -267,3 +267,24 @@ async fn bulk_conditional_and_read_modify_write_calls_answer_as_bigtable_does() 
     assert_eq!(h.client.ping_and_warm(bad_ping).await.unwrap_err().code(), Code::InvalidArgument);
     h.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_over_the_limits_or_naming_nothing_to_do_are_refused_and_write_nothing() {
+    let mut h = Harness::start(ServeOptions::default()).await;
+    // More than 100 000 mutations in one request, as Bigtable refuses.
+    let many = (0..=100_000).map(|i| set_cell("m", "q", 1000 * i64::from(i % 50 + 1), b"v")).collect();
+    let err = h.client.mutate_row(mutate("r", many)).await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+    // A conditional write with neither branch, and a merge_to_cell.
+    let check = pb::CheckAndMutateRowRequest {
+        table_name: TABLE.into(),
+        row_key: Bytes::from_static(b"r"),
+        ..Default::default()
+    };
+    assert_eq!(h.client.check_and_mutate_row(check).await.unwrap_err().code(), Code::InvalidArgument);
+    let merge_to_cell =
+        pb::Mutation { mutation: Some(pb::mutation::Mutation::MergeToCell(pb::mutation::MergeToCell::default())) };
+    assert_eq!(h.client.mutate_row(mutate("r", vec![merge_to_cell])).await.unwrap_err().code(), Code::Unimplemented);
+    assert!(merge(&read(&mut h.client, read_all()).await.unwrap(), false).is_empty());
+    h.stop().await;
+}

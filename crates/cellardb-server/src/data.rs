@@ -8,13 +8,18 @@
 
 use std::pin::Pin;
 
+use base64::Engine as _;
+use base64::alphabet;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use bytes::Bytes;
 use cellardb::{Db, Table};
 use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as pb;
 use googleapis_tonic_google_bigtable_v2::google::rpc;
+use prost::Message as _;
 use tokio::sync::mpsc;
 use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
+use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
 use crate::bigtable_server::Bigtable;
@@ -64,6 +69,31 @@ fn unimplemented<T>(what: &str) -> Result<T, Status> {
     Err(Status::unimplemented(format!("{what} is not served by cellardb (docs/server.md lists what is)")))
 }
 
+/// Whether the request's `bigtable-features` header (a base64 `FeatureFlags`
+/// message, which Google's clients send) says the client can merge rows
+/// that come in descending order. Bigtable refuses reversed reads to any
+/// other client, whose merger would reject the answer; a header that does
+/// not decode says nothing.
+fn advertises_reverse_scans(metadata: &MetadataMap) -> bool {
+    let Some(header) = metadata.get("bigtable-features").and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let flags = [&URL_SAFE_INDIFFERENT, &STANDARD_INDIFFERENT]
+        .iter()
+        .find_map(|engine| engine.decode(header.trim()).ok())
+        .and_then(|bytes| pb::FeatureFlags::decode(bytes.as_slice()).ok());
+    flags.is_some_and(|f| f.reverse_scans)
+}
+
+/// Base64 as Google's clients write the header: the URL-safe alphabet
+/// (Go, Java) or the standard one (Node.js), padded or not.
+const URL_SAFE_INDIFFERENT: GeneralPurpose = GeneralPurpose::new(&alphabet::URL_SAFE, indifferent_padding());
+const STANDARD_INDIFFERENT: GeneralPurpose = GeneralPurpose::new(&alphabet::STANDARD, indifferent_padding());
+
+const fn indifferent_padding() -> GeneralPurposeConfig {
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent)
+}
+
 fn check_mutation_count(n: usize) -> Result<(), Status> {
     if n > MAX_MUTATIONS {
         return Err(invalid(format!("{n} mutations in one request: at most {MAX_MUTATIONS}")));
@@ -76,9 +106,16 @@ impl Bigtable for DataService {
     type ReadRowsStream = Streamed<pb::ReadRowsResponse>;
 
     async fn read_rows(&self, request: Request<pb::ReadRowsRequest>) -> Result<Response<Self::ReadRowsStream>, Status> {
+        let reverse_scans = advertises_reverse_scans(request.metadata());
         let req = request.into_inner();
         if !req.materialized_view_name.is_empty() {
             return unimplemented("reading a materialized view");
+        }
+        if req.reversed && !reverse_scans {
+            return Err(Status::unimplemented(
+                "a reversed read from a client that does not advertise reverse scans: as Bigtable does, cellardb \
+                 serves them only to clients whose `bigtable-features` header sets FeatureFlags.reverse_scans",
+            ));
         }
         let table = self.table(&req.table_name, &req.authorized_view_name)?;
         let filter = convert::filter(req.filter.as_ref())?;

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use base64::Engine as _;
 use bytes::Bytes;
 use cellardb::{Db, GcRule};
 use cellardb_server::{ServeOptions, serve};
@@ -12,6 +13,7 @@ use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as pb;
 use pb::bigtable_client::BigtableClient;
 use pb::read_rows_response::CellChunk;
 use pb::row_filter::Filter as F;
+use prost::Message as _;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tonic::Code;
@@ -83,7 +85,7 @@ fn merge(responses: &[pb::ReadRowsResponse], reversed: bool) -> Vec<MergedRow> {
 
 async fn read(
     client: &mut BigtableClient<Channel>,
-    request: pb::ReadRowsRequest,
+    request: impl tonic::IntoRequest<pb::ReadRowsRequest>,
 ) -> Result<Vec<pb::ReadRowsResponse>, tonic::Status> {
     let mut stream = client.read_rows(request).await?.into_inner();
     let mut out = Vec::new();
@@ -120,9 +122,49 @@ async fn written_rows_read_back_through_the_chunk_rules_with_split_values() {
         ]
     );
     // Reversed, limited to one row: the last.
-    let request = pb::ReadRowsRequest { reversed: true, rows_limit: 1, ..read_all() };
-    let rows = merge(&read(&mut h.client, request).await.unwrap(), true);
+    let reversed = pb::ReadRowsRequest { reversed: true, rows_limit: 1, ..read_all() };
+    let rows = merge(&read(&mut h.client, advertising_reverse_scans(reversed.clone())).await.unwrap(), true);
     assert_eq!(rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>(), vec![b"r2".to_vec()]);
+    h.stop().await;
+}
+
+/// `request` with the `bigtable-features` header Google's Go client sends:
+/// base64 of a `FeatureFlags` with `reverse_scans` set.
+fn advertising_reverse_scans(request: pb::ReadRowsRequest) -> tonic::Request<pb::ReadRowsRequest> {
+    let flags = pb::FeatureFlags { reverse_scans: true, ..Default::default() };
+    let header = base64::engine::general_purpose::URL_SAFE.encode(flags.encode_to_vec());
+    let mut request = tonic::Request::new(request);
+    request.metadata_mut().insert("bigtable-features", header.parse().unwrap());
+    request
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reversed_reads_are_served_only_to_clients_that_advertise_them() {
+    let mut h = Harness::start(ServeOptions::default()).await;
+    for key in ["r1", "r2", "r3"] {
+        h.client.mutate_row(mutate(key, vec![set_cell("m", "a", 1000, b"v")])).await.unwrap();
+    }
+    let reversed = pb::ReadRowsRequest { reversed: true, ..read_all() };
+    // Without the header, as Bigtable answers: the client's merger would
+    // reject rows in descending order.
+    let refused = read(&mut h.client, reversed.clone()).await.unwrap_err();
+    assert_eq!(refused.code(), Code::Unimplemented, "{refused:?}");
+    assert!(refused.message().contains("reverse_scans"), "{refused:?}");
+    // A header of other flags (here mutate_rows_rate_limit), or one that
+    // does not decode, is no promise.
+    for header in ["GAE=", "not base64!"] {
+        let mut request = tonic::Request::new(reversed.clone());
+        request.metadata_mut().insert("bigtable-features", header.parse().unwrap());
+        assert_eq!(read(&mut h.client, request).await.unwrap_err().code(), Code::Unimplemented, "{header}");
+    }
+    // With it, every row, last first; the padding-free and standard
+    // alphabets of other clients decode too.
+    let keys = |responses: &[pb::ReadRowsResponse]| merge(responses, true).into_iter().map(|r| r.0).collect::<Vec<_>>();
+    let want = vec![b"r3".to_vec(), b"r2".to_vec(), b"r1".to_vec()];
+    assert_eq!(keys(&read(&mut h.client, advertising_reverse_scans(reversed.clone())).await.unwrap()), want);
+    let mut request = tonic::Request::new(reversed.clone());
+    request.metadata_mut().insert("bigtable-features", "CAE".parse().unwrap());
+    assert_eq!(keys(&read(&mut h.client, request).await.unwrap()), want);
     h.stop().await;
 }
 

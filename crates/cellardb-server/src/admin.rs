@@ -116,6 +116,18 @@ enum Step {
     Drop(String),
 }
 
+/// The page of `names` (sorted) after `token`, at most `size` long (0: the
+/// rest), and the token of the page after it (empty: none). A token is the
+/// last name of the page before, so a table created or deleted between
+/// pages neither repeats nor hides another.
+fn page_of<'a>(names: &'a [String], token: &str, size: usize) -> (&'a [String], String) {
+    let start = if token.is_empty() { 0 } else { names.partition_point(|n| n.as_str() <= token) };
+    let rest = &names[start..];
+    let page = if size == 0 { rest } else { &rest[..size.min(rest.len())] };
+    let next = if page.len() < rest.len() { page.last().cloned().unwrap_or_default() } else { String::new() };
+    (page, next)
+}
+
 #[tonic::async_trait]
 impl BigtableTableAdmin for AdminService {
     async fn create_table(&self, request: Request<pb::CreateTableRequest>) -> Result<Response<pb::Table>, Status> {
@@ -145,9 +157,13 @@ impl BigtableTableAdmin for AdminService {
             pb::table::View::Unspecified => pb::table::View::NameOnly,
             v => v,
         };
-        let names = self.db.list_tables().map_err(|e| status_of(&e))?;
-        let tables = names.iter().map(|t| self.table_message(&req.parent, t, view)).collect::<Result<_, _>>()?;
-        Ok(Response::new(pb::ListTablesResponse { tables, next_page_token: String::new() }))
+        let page_size = usize::try_from(req.page_size)
+            .map_err(|_| invalid(format!("page_size is negative ({})", req.page_size)))?;
+        let mut names = self.db.list_tables().map_err(|e| status_of(&e))?;
+        names.sort();
+        let (page, next_page_token) = page_of(&names, &req.page_token, page_size);
+        let tables = page.iter().map(|t| self.table_message(&req.parent, t, view)).collect::<Result<_, _>>()?;
+        Ok(Response::new(pb::ListTablesResponse { tables, next_page_token }))
     }
 
     async fn get_table(&self, request: Request<pb::GetTableRequest>) -> Result<Response<pb::Table>, Status> {

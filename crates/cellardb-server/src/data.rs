@@ -12,7 +12,7 @@ use base64::Engine as _;
 use base64::alphabet;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use bytes::Bytes;
-use cellardb::{Db, Table};
+use cellardb::{Db, Step, Table};
 use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as pb;
 use googleapis_tonic_google_bigtable_v2::google::rpc;
 use prost::Message as _;
@@ -30,6 +30,13 @@ use crate::status::{invalid, status_of};
 
 /// Rows' responses waiting for a slow client, per read.
 const READ_AHEAD: usize = 16;
+
+/// A read that passes over this many rows in a row without returning one
+/// (its filter drops them) tells the client how far it got, in a response
+/// of no chunks and `last_scanned_row_key`: a client that retries the read
+/// after a failure then starts past them, and a long silent scan does not
+/// look like a stalled one.
+const REPORT_SCANNED_EVERY: usize = 1000;
 
 /// The most mutations one `MutateRow`, `MutateRows` or
 /// `CheckAndMutateRow` request may hold, as in Bigtable.
@@ -125,15 +132,21 @@ impl Bigtable for DataService {
         let (tx, rx) = mpsc::channel(READ_AHEAD);
         let value_chunk = self.value_chunk;
         tokio::task::spawn_blocking(move || {
-            let mut read = table.read_rows(rows, &filter).limit(limit);
+            let mut read = table.read_rows(rows, &filter).limit(limit).report_scanned(REPORT_SCANNED_EVERY);
             if req.reversed {
                 read = read.reversed();
             }
-            while let Some(row) = read.next_borrowed() {
-                let response = row.map_err(|e| status_of(&e)).map(|row| {
-                    let mut chunks = Vec::new();
-                    row_chunks(&row, value_chunk, &mut chunks);
-                    pb::ReadRowsResponse { chunks, ..pb::ReadRowsResponse::default() }
+            while let Some(step) = read.next_step() {
+                let response = step.map_err(|e| status_of(&e)).map(|step| match step {
+                    Step::Row(row) => {
+                        let mut chunks = Vec::new();
+                        row_chunks(&row, value_chunk, &mut chunks);
+                        pb::ReadRowsResponse { chunks, ..pb::ReadRowsResponse::default() }
+                    }
+                    Step::Scanned(key) => pb::ReadRowsResponse {
+                        last_scanned_row_key: Bytes::copy_from_slice(key),
+                        ..pb::ReadRowsResponse::default()
+                    },
                 });
                 let failed = response.is_err();
                 // The client went away: stop reading.

@@ -169,6 +169,41 @@ async fn reversed_reads_are_served_only_to_clients_that_advertise_them() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_whose_filter_drops_many_rows_reports_the_last_scanned_key() {
+    let mut h = Harness::start(ServeOptions::default()).await;
+    let entries = (0..2500)
+        .map(|i| pb::mutate_rows_request::Entry {
+            row_key: Bytes::from(format!("r{i:04}")),
+            mutations: vec![set_cell("m", "q", 1000, b"v")],
+            idempotency: None,
+        })
+        .collect();
+    let batch = pb::MutateRowsRequest { table_name: TABLE.into(), entries, ..Default::default() };
+    let mut statuses = h.client.mutate_rows(batch).await.unwrap().into_inner();
+    while let Some(response) = statuses.message().await.unwrap() {
+        assert!(response.entries.iter().all(|e| e.status.as_ref().is_none_or(|s| s.code == 0)));
+    }
+    let only_last = pb::RowFilter { filter: Some(F::RowKeyRegexFilter(Bytes::from_static(b"r2499"))) };
+    for reversed in [false, true] {
+        let request = pb::ReadRowsRequest { filter: Some(only_last.clone()), reversed, ..read_all() };
+        let responses = read(&mut h.client, advertising_reverse_scans(request)).await.unwrap();
+        // Responses that only say how far the read got carry no chunk.
+        let scanned: Vec<&[u8]> = responses
+            .iter()
+            .filter(|r| !r.last_scanned_row_key.is_empty())
+            .inspect(|r| assert!(r.chunks.is_empty()))
+            .map(|r| r.last_scanned_row_key.as_ref())
+            .collect();
+        // Every 1000 rows passed over in a row, the last of them.
+        let want: &[&[u8]] = if reversed { &[b"r1499", b"r0499"] } else { &[b"r0999", b"r1999"] };
+        assert_eq!(scanned, want, "reversed: {reversed}");
+        let rows = merge(&responses, reversed);
+        assert_eq!(rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>(), vec![b"r2499".to_vec()]);
+    }
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn row_sets_and_filters_select_what_bigtable_selects() {
     let mut h = Harness::start(ServeOptions::default()).await;
     for key in ["a1", "a2", "b1", "b2", "c1"] {

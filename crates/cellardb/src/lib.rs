@@ -60,7 +60,7 @@ mod sst;
 mod wal;
 
 pub use compaction::CompactionStrategy;
-pub use db::{Db, FamilyStats, LevelStats, ReadRows, RecoveryReport, Stats, Table, TableStats};
+pub use db::{Db, FamilyStats, LevelStats, ReadRows, RecoveryReport, Stats, Step, Table, TableStats};
 pub use error::{Error, Result};
 pub use model::{
     Aggregate, BytesRegex, Cell, CellRef, Column, Family, FamilySchema, Filter, GcRule, Mutation, ReadModifyWrite, Row,

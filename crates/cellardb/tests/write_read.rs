@@ -5,7 +5,7 @@ mod common;
 
 use std::ops::Bound;
 
-use cellardb::{Error, Filter, GcRule, Mutation, RowRange, RowSet, TimeRange, Timestamp};
+use cellardb::{Error, Filter, GcRule, Mutation, RowRange, RowSet, Step, TimeRange, Timestamp};
 use common::*;
 
 #[test]
@@ -616,4 +616,76 @@ fn a_read_of_many_keys_gives_what_each_key_gives_alone() {
         let limited = t.read_rows(set, filter).limit(4).collect_rows().unwrap();
         assert_eq!(limited, alone[..4.min(alone.len())], "{filter:?}, limit 4");
     }
+}
+
+/// A read's steps as text: `row KEY` or `scanned KEY`.
+fn steps(read: &mut cellardb::ReadRows) -> Vec<String> {
+    let mut out = Vec::new();
+    while let Some(step) = read.next_step() {
+        out.push(match step.unwrap() {
+            Step::Row(row) => format!("row {}", String::from_utf8_lossy(row.key())),
+            Step::Scanned(key) => format!("scanned {}", String::from_utf8_lossy(key)),
+        });
+    }
+    out
+}
+
+#[test]
+fn a_read_reports_how_far_it_scanned_past_rows_its_filter_drops() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("cf1", GcRule::none())]).unwrap();
+    for i in 0..1000 {
+        t.mutate_row(format!("k{i:04}"), vec![Mutation::set_cell("cf1", "q", Timestamp::from_millis(1), "v")]).unwrap();
+        if i == 400 {
+            db.flush().unwrap();
+        }
+    }
+    // A row whose only cell is deleted is passed over as a filtered one is.
+    t.mutate_row("k0001", vec![Mutation::DeleteFromRow]).unwrap();
+    let filter = Filter::row_key_regex("k0500|k0999");
+    let expect = |list: &[&str]| list.iter().map(ToString::to_string).collect::<Vec<_>>();
+
+    // Every 100 rows passed over in a row, the last one's key; a row kept
+    // starts the count again.
+    let mut forward = t.read_rows(RowSet::all(), &filter).report_scanned(100);
+    let want = [
+        "scanned k0099",
+        "scanned k0199",
+        "scanned k0299",
+        "scanned k0399",
+        "scanned k0499",
+        "row k0500",
+        "scanned k0600",
+        "scanned k0700",
+        "scanned k0800",
+        "scanned k0900",
+        "row k0999",
+    ];
+    assert_eq!(steps(&mut forward), expect(&want));
+    let mut backward = t.read_rows(RowSet::all(), &filter).report_scanned(100).reversed();
+    let want = [
+        "row k0999",
+        "scanned k0899",
+        "scanned k0799",
+        "scanned k0699",
+        "scanned k0599",
+        "row k0500",
+        "scanned k0400",
+        "scanned k0300",
+        "scanned k0200",
+        "scanned k0100",
+        "scanned k0000",
+    ];
+    assert_eq!(steps(&mut backward), expect(&want));
+
+    // The limit counts rows only; rows and their order are the same with
+    // or without reports, and without, nothing is reported.
+    let mut limited = t.read_rows(RowSet::all(), &filter).report_scanned(100).limit(1);
+    assert_eq!(steps(&mut limited).last().map(String::as_str), Some("row k0500"));
+    let reported = t.read_rows(RowSet::all(), &filter).report_scanned(100).collect_rows().unwrap();
+    assert_eq!(keys(&reported), ["k0500", "k0999"]);
+    let mut quiet = t.read_rows(RowSet::all(), &filter);
+    assert_eq!(steps(&mut quiet), expect(&["row k0500", "row k0999"]));
+    let mut borrowed = t.read_rows(RowSet::all(), &filter).report_scanned(1);
+    assert_eq!(borrowed.next_borrowed().unwrap().unwrap().key(), b"k0500");
 }

@@ -29,7 +29,7 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
-pub use read::ReadRows;
+pub use read::{ReadRows, Step};
 pub use stats::{FamilyStats, LevelStats, RecoveryReport, Stats, TableStats};
 pub use table::Table;
 

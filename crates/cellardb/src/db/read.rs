@@ -44,11 +44,24 @@ impl Table {
             filter: Arc::new(filter.clone()),
             limit: None,
             reverse: false,
+            report_scanned: 0,
             started: None,
             done: false,
             returned: 0,
         }
     }
+}
+
+/// What [`ReadRows::next_step`] found.
+#[derive(Debug)]
+pub enum Step<'a> {
+    /// The next row, borrowed as [`ReadRows::next_borrowed`] lends it.
+    Row(RowRef<'a>),
+    /// The key of a row the read went past without returning it (its
+    /// cells all deleted, collected or filtered out): the read has scanned
+    /// every key up to it (down to it, reversed). Reported every so many
+    /// such rows in a row ([`ReadRows::report_scanned`]).
+    Scanned(&'a [u8]),
 }
 
 /// A read of rows: an iterator of `Result<Row>`, streamed from one
@@ -60,6 +73,8 @@ pub struct ReadRows {
     filter: Arc<Filter>,
     limit: Option<usize>,
     reverse: bool,
+    /// Report a passed-over row every this many in a row (0: never).
+    report_scanned: usize,
     started: Option<Started>,
     done: bool,
     returned: usize,
@@ -82,6 +97,33 @@ impl ReadRows {
         self.done = false;
         self.returned = 0;
         self
+    }
+
+    /// Has [`ReadRows::next_step`] report how far the read has got every
+    /// `n` rows in a row that it passes over without returning: a read
+    /// whose filter drops most rows would otherwise say nothing until the
+    /// next row it keeps. A server answers Bigtable's
+    /// `last_scanned_row_key` with it, so that a client retrying the read
+    /// can start past the rows already scanned. 0 (the default): never.
+    /// The rows returned, and the limit, are the same.
+    pub fn report_scanned(mut self, n: usize) -> Self {
+        self.report_scanned = n;
+        self
+    }
+
+    /// The next row, or the key of a row the read passed over
+    /// ([`ReadRows::report_scanned`]); `None` at the end. Without
+    /// `report_scanned`, the same as [`ReadRows::next_borrowed`].
+    ///
+    /// # Errors
+    /// As [`ReadRows::next_borrowed`]'s.
+    pub fn next_step(&mut self) -> Option<Result<Step<'_>>> {
+        match self.advance() {
+            Ok(Found::Row) => self.holder().map(|scanner| Ok(Step::Row(scanner.row_ref()))),
+            Ok(Found::Scanned) => self.holder().map(|scanner| Ok(Step::Scanned(scanner.row_key()))),
+            Ok(Found::End) => None,
+            Err(e) => Some(Err(e)),
+        }
     }
 
     /// Reads every row into a vector.
@@ -115,23 +157,27 @@ impl ReadRows {
     /// As the iterator's: the first error the read meets, after which it
     /// yields nothing more.
     pub fn next_borrowed(&mut self) -> Option<Result<RowRef<'_>>> {
-        match self.advance() {
-            Ok(true) => self.holder().map(|scanner| Ok(scanner.row_ref())),
-            Ok(false) => None,
-            Err(e) => Some(Err(e)),
+        loop {
+            match self.advance() {
+                Ok(Found::Row) => return self.holder().map(|scanner| Ok(scanner.row_ref())),
+                Ok(Found::Scanned) => {}
+                Ok(Found::End) => return None,
+                Err(e) => return Some(Err(e)),
+            }
         }
     }
 
-    /// Moves the read to its next row, which the scanner [`ReadRows::holder`]
-    /// gives then holds; false at the end (or past the limit).
-    fn advance(&mut self) -> Result<bool> {
+    /// Moves the read to its next row (or a row passed over, to report),
+    /// which the scanner [`ReadRows::holder`] gives then holds.
+    fn advance(&mut self) -> Result<Found> {
         if self.done || self.limit.is_some_and(|n| self.returned >= n) {
-            return Ok(false);
+            return Ok(Found::End);
         }
         let found = self.find_row();
         match found {
-            Ok(true) => self.returned += 1,
-            Ok(false) | Err(_) => self.done = true,
+            Ok(Found::Row) => self.returned += 1,
+            Ok(Found::Scanned) => {}
+            Ok(Found::End) | Err(_) => self.done = true,
         }
         found
     }
@@ -141,6 +187,16 @@ impl ReadRows {
         let s = self.started.as_mut()?;
         if s.in_forward { s.forward.as_mut() } else { s.scanner.as_mut() }
     }
+}
+
+/// Where a read moved to.
+enum Found {
+    /// A row to return.
+    Row,
+    /// A row passed over, to report.
+    Scanned,
+    /// The end of the read.
+    End,
 }
 
 /// A read's snapshot and progress.
@@ -181,27 +237,32 @@ impl Iterator for ReadRows {
     type Item = Result<Row>;
 
     fn next(&mut self) -> Option<Result<Row>> {
-        match self.advance() {
-            Ok(true) => self.holder().map(|scanner| Ok(scanner.take_row())),
-            Ok(false) => None,
-            Err(e) => Some(Err(e)),
+        loop {
+            match self.advance() {
+                Ok(Found::Row) => return self.holder().map(|scanner| Ok(scanner.take_row())),
+                Ok(Found::Scanned) => {}
+                Ok(Found::End) => return None,
+                Err(e) => return Some(Err(e)),
+            }
         }
     }
 }
 
 impl ReadRows {
-    /// Finds the next row; false once the spans are exhausted.
-    fn find_row(&mut self) -> Result<bool> {
+    /// Finds the next row, or a row passed over to report; `End` once the
+    /// spans are exhausted.
+    fn find_row(&mut self) -> Result<Found> {
         if self.started.is_none() {
             self.started = Some(self.start()?);
         }
         let reverse = self.reverse;
         let filter = &self.filter;
-        let Some(s) = self.started.as_mut() else { return Ok(false) };
+        let report_scanned = self.report_scanned;
+        let Some(s) = self.started.as_mut() else { return Ok(Found::End) };
         s.in_forward = false;
         loop {
             if s.span.is_none() {
-                let Some(span) = s.spans.pop_front() else { return Ok(false) };
+                let Some(span) = s.spans.pop_front() else { return Ok(Found::End) };
                 if s.sources.is_some() {
                     move_on(s, &span)?;
                 } else if !reverse && !s.spans.is_empty() {
@@ -209,7 +270,9 @@ impl ReadRows {
                     // every source any of them needs, moved from span to span.
                     let (merge, sources) = merge_read(&s.sv, &s.families, &span, s.spans.back(), &self.table)?;
                     let families = s.families.clone();
-                    s.scanner = Some(RowScanner::new(merge, families, filter.clone(), s.snapshot, s.now, reverse));
+                    let mut scanner = RowScanner::new(merge, families, filter.clone(), s.snapshot, s.now, reverse);
+                    scanner.report_dropped(report_scanned);
+                    s.scanner = Some(scanner);
                     s.sources = Some(sources);
                     move_on(s, &span)?;
                 } else {
@@ -219,14 +282,17 @@ impl ReadRows {
                         scanner.restart(merge);
                     } else {
                         let families = s.families.clone();
-                        s.scanner = Some(RowScanner::new(merge, families, filter.clone(), s.snapshot, s.now, reverse));
+                        let mut scanner = RowScanner::new(merge, families, filter.clone(), s.snapshot, s.now, reverse);
+                        scanner.report_dropped(report_scanned);
+                        s.scanner = Some(scanner);
                     }
                 }
                 s.span = Some(span);
             }
-            let Some(scanner) = s.scanner.as_mut() else { return Ok(false) };
+            let Some(scanner) = s.scanner.as_mut() else { return Ok(Found::End) };
             match scanner.next_row()? {
-                Scanned::Row => return Ok(true),
+                Scanned::Row => return Ok(Found::Row),
+                Scanned::Dropped => return Ok(Found::Scanned),
                 Scanned::End => s.span = None,
                 Scanned::Wide(key) => {
                     // What is left of the span lies below the wide row: a
@@ -237,7 +303,7 @@ impl ReadRows {
                     }
                     if read_forward(s, &self.table, key, filter)? {
                         s.in_forward = true;
-                        return Ok(true);
+                        return Ok(Found::Row);
                     }
                 }
             }

@@ -51,6 +51,10 @@ pub(crate) enum Scanned {
     /// The key of a row a reversed read found too wide to gather
     /// backwards; the scanner is left inside it, and is done with.
     Wide(Bytes),
+    /// A row the read found empty after deletes, GC and the filter, the
+    /// last of as many in a row as [`RowScanner::report_dropped`] asks;
+    /// its key is [`RowScanner::row_key`].
+    Dropped,
     /// Nothing more in the span.
     End,
 }
@@ -73,6 +77,10 @@ pub(crate) struct RowScanner {
     seeker: Option<super::Seeker>,
     /// Whether a forward read of a row could jump within it.
     seekable: bool,
+    /// Rows found empty since the last row returned or reported.
+    dropped: usize,
+    /// Report every this many empty rows in a row ([`Scanned::Dropped`]).
+    report_dropped: usize,
 }
 
 impl RowScanner {
@@ -101,7 +109,31 @@ impl RowScanner {
             cells: Vec::new(),
             seeker,
             seekable,
+            dropped: 0,
+            report_dropped: usize::MAX,
         }
+    }
+
+    /// Has [`RowScanner::next_row`] stop at every `n`th row in a row that it
+    /// finds empty ([`Scanned::Dropped`]), so a read whose filter drops
+    /// much can tell how far it got; 0: never.
+    pub fn report_dropped(&mut self, n: usize) {
+        self.report_dropped = if n == 0 { usize::MAX } else { n };
+    }
+
+    /// The key of the row last found, returned or dropped.
+    pub fn row_key(&self) -> &[u8] {
+        self.row.key()
+    }
+
+    /// Counts a row found empty; whether it is one to report.
+    fn drop_row(&mut self) -> bool {
+        self.dropped += 1;
+        if self.dropped < self.report_dropped {
+            return false;
+        }
+        self.dropped = 0;
+        true
     }
 
     /// Moves the scanner on to another span's merge, keeping its buffers:
@@ -117,7 +149,8 @@ impl RowScanner {
 
     /// The next row with at least one cell after deletes, GC and the
     /// filter; in a reversed read, the key of a row too wide to gather
-    /// backwards instead ([`WIDE_ROW_ENTRIES`]).
+    /// backwards instead ([`WIDE_ROW_ENTRIES`]); or an empty row to report
+    /// ([`RowScanner::report_dropped`]).
     pub fn next_row(&mut self) -> Result<Scanned> {
         let cap = match (self.reverse, self.seekable) {
             (false, _) => Cap::NONE,
@@ -133,6 +166,9 @@ impl RowScanner {
             }
             self.find_live();
             if self.live.is_empty() {
+                if self.drop_row() {
+                    return Ok(Scanned::Dropped);
+                }
                 continue;
             }
             let mut cells = std::mem::take(&mut self.cells);
@@ -143,7 +179,11 @@ impl RowScanner {
             let view = RowView { key: self.row.key(), families: &self.names, bytes: self.row.bytes() };
             self.cells = self.filter.apply(&view, cells);
             if !self.cells.is_empty() {
+                self.dropped = 0;
                 return Ok(Scanned::Row);
+            }
+            if self.drop_row() {
+                return Ok(Scanned::Dropped);
             }
         }
     }

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use cellardb::{Db, GcRule, RowRange, TableSchema};
+use cellardb::{Aggregate, Db, GcRule, RowRange, TableSchema};
 use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2 as pb;
 use pb::gc_rule::Rule;
 use tonic::{Request, Response, Status};
@@ -53,7 +53,13 @@ fn families_message(schema: &TableSchema) -> HashMap<String, pb::ColumnFamily> {
     schema
         .families
         .iter()
-        .map(|f| (f.name.clone(), pb::ColumnFamily { gc_rule: Some(gc_rule_message(&f.gc_rule)), value_type: None }))
+        .map(|f| {
+            let family = pb::ColumnFamily {
+                gc_rule: Some(gc_rule_message(&f.gc_rule)),
+                value_type: f.aggregate.map(value_type_message),
+            };
+            (f.name.clone(), family)
+        })
         .collect()
 }
 
@@ -97,21 +103,73 @@ fn gc_rule(rule: Option<&pb::GcRule>) -> Result<GcRule, Status> {
     })
 }
 
-/// A family of a `CreateTable` or `ModifyColumnFamilies`: its GC rule.
-/// Aggregate families (a `value_type`) are created through the Rust API
-/// for now.
-fn family_rule(family: &pb::ColumnFamily) -> Result<GcRule, Status> {
-    if family.value_type.is_some() {
+/// A family of a `CreateTable` or `ModifyColumnFamilies`: its GC rule, and
+/// its aggregate if it has a `value_type`.
+struct FamilySpec {
+    gc_rule: GcRule,
+    aggregate: Option<Aggregate>,
+}
+
+fn family_spec(family: &pb::ColumnFamily) -> Result<FamilySpec, Status> {
+    let aggregate = family.value_type.as_ref().map(aggregate_of).transpose()?;
+    Ok(FamilySpec { gc_rule: gc_rule(family.gc_rule.as_ref())?, aggregate })
+}
+
+/// The aggregate a family's `value_type` names. cellardb keeps Bigtable's
+/// aggregates of 64-bit integers in big-endian bytes (no encoding set means
+/// that one): sums, minimums and maximums.
+fn aggregate_of(value_type: &pb::Type) -> Result<Aggregate, Status> {
+    use pb::r#type::Kind;
+    use pb::r#type::aggregate::Aggregator;
+    use pb::r#type::int64::encoding::Encoding;
+    let Some(Kind::AggregateType(aggregate)) = &value_type.kind else {
         return Err(Status::unimplemented(
-            "families with a value_type (aggregates) are not created over gRPC by cellardb yet; use the Rust API",
+            "a family's value_type must be an aggregate: cellardb keeps no other typed families",
         ));
+    };
+    match aggregate.input_type.as_deref().and_then(|t| t.kind.as_ref()) {
+        Some(Kind::Int64Type(int))
+            if int.encoding.is_none_or(|e| matches!(e.encoding, None | Some(Encoding::BigEndianBytes(_)))) => {}
+        Some(_) => {
+            return Err(Status::unimplemented(
+                "an aggregate's input_type must be Int64 in big-endian bytes: cellardb keeps no other",
+            ));
+        }
+        None => return Err(invalid("an aggregate value_type needs an input_type")),
     }
-    gc_rule(family.gc_rule.as_ref())
+    match aggregate.aggregator {
+        Some(Aggregator::Sum(_)) => Ok(Aggregate::Sum),
+        Some(Aggregator::Min(_)) => Ok(Aggregate::Min),
+        Some(Aggregator::Max(_)) => Ok(Aggregate::Max),
+        Some(Aggregator::HllppUniqueCount(_)) => {
+            Err(Status::unimplemented("HyperLogLog++ unique counts are not kept by cellardb: sum, min and max are"))
+        }
+        None => Err(invalid("an aggregate value_type needs an aggregator")),
+    }
+}
+
+/// An aggregate as the admin API writes a family's `value_type`.
+fn value_type_message(aggregate: Aggregate) -> pb::Type {
+    use pb::r#type::{Int64, Kind, aggregate::Aggregator, int64};
+    let aggregator = match aggregate {
+        Aggregate::Sum => Aggregator::Sum(pb::r#type::aggregate::Sum {}),
+        Aggregate::Min => Aggregator::Min(pb::r#type::aggregate::Min {}),
+        Aggregate::Max => Aggregator::Max(pb::r#type::aggregate::Max {}),
+    };
+    let big_endian = int64::encoding::Encoding::BigEndianBytes(int64::encoding::BigEndianBytes::default());
+    let int64 = Int64 { encoding: Some(int64::Encoding { encoding: Some(big_endian) }) };
+    let input = pb::Type { kind: Some(Kind::Int64Type(int64)) };
+    let message = pb::r#type::Aggregate {
+        input_type: Some(Box::new(input.clone())),
+        state_type: Some(Box::new(input)),
+        aggregator: Some(aggregator),
+    };
+    pb::Type { kind: Some(Kind::AggregateType(Box::new(message))) }
 }
 
 /// One step of a `ModifyColumnFamilies`, checked.
 enum Step {
-    Create(String, GcRule),
+    Create(String, FamilySpec),
     Update(String, GcRule),
     Drop(String),
 }
@@ -136,14 +194,25 @@ impl BigtableTableAdmin for AdminService {
         if req.table_id.is_empty() || req.table_id.contains('/') {
             return Err(invalid(format!("table_id {:?} is empty or holds a '/'", req.table_id)));
         }
-        let families: Vec<(String, GcRule)> = req
+        let families: Vec<(String, FamilySpec)> = req
             .table
             .iter()
             .flat_map(|t| t.column_families.iter())
-            .map(|(name, f)| Ok((name.clone(), family_rule(f)?)))
+            .map(|(name, f)| Ok((name.clone(), family_spec(f)?)))
             .collect::<Result<_, Status>>()?;
+        let (plain, aggregates): (Vec<_>, Vec<_>) = families.into_iter().partition(|(_, f)| f.aggregate.is_none());
         let (db, id) = (self.db.clone(), req.table_id.clone());
-        blocking(move || db.create_table(&id, families).map_err(|e| status_of(&e))).await?;
+        // The table with its plain families, then each aggregate family:
+        // only an I/O error between them can leave the table without some.
+        blocking(move || {
+            db.create_table(&id, plain.into_iter().map(|(name, f)| (name, f.gc_rule))).map_err(|e| status_of(&e))?;
+            for (name, f) in aggregates {
+                let aggregate = f.aggregate.expect("partitioned on it");
+                db.create_aggregate_family(&id, &name, aggregate, f.gc_rule).map_err(|e| status_of(&e))?;
+            }
+            Ok(())
+        })
+        .await?;
         Ok(Response::new(self.table_message(&req.parent, &req.table_id, pb::table::View::SchemaView)?))
     }
 
@@ -199,14 +268,23 @@ impl BigtableTableAdmin for AdminService {
         // leave it, before any is applied: a request that cannot apply
         // whole changes nothing (short of an I/O error part way).
         let schema = self.db.table_schema(&table).map_err(|e| status_of(&e))?;
-        let mut families: Vec<String> = schema.families.iter().map(|f| f.name.clone()).collect();
+        // Each family the steps leave, with its aggregate.
+        let mut families: Vec<(String, Option<Aggregate>)> =
+            schema.families.iter().map(|f| (f.name.clone(), f.aggregate)).collect();
         let mut steps = Vec::new();
         for m in &req.modifications {
-            let exists = families.contains(&m.id);
+            let existing = families.iter().find(|(name, _)| *name == m.id).map(|(_, aggregate)| *aggregate);
+            let exists = existing.is_some();
             let step = match &m.r#mod {
-                Some(Mod::Create(f)) if !exists => Step::Create(m.id.clone(), family_rule(f)?),
+                Some(Mod::Create(f)) if !exists => Step::Create(m.id.clone(), family_spec(f)?),
                 Some(Mod::Create(_)) => return Err(Status::already_exists(format!("family {:?} exists", m.id))),
-                Some(Mod::Update(f)) if exists => Step::Update(m.id.clone(), family_rule(f)?),
+                Some(Mod::Update(f)) if exists => {
+                    let spec = family_spec(f)?;
+                    if f.value_type.is_some() && existing != Some(spec.aggregate) {
+                        return Err(invalid(format!("family {:?}: a family's value_type cannot change", m.id)));
+                    }
+                    Step::Update(m.id.clone(), spec.gc_rule)
+                }
                 Some(Mod::Drop(true)) if exists => Step::Drop(m.id.clone()),
                 Some(Mod::Update(_) | Mod::Drop(true)) => {
                     return Err(Status::not_found(format!("family {:?} does not exist", m.id)));
@@ -216,8 +294,8 @@ impl BigtableTableAdmin for AdminService {
                 }
             };
             match &step {
-                Step::Create(name, _) => families.push(name.clone()),
-                Step::Drop(name) => families.retain(|f| f != name),
+                Step::Create(name, spec) => families.push((name.clone(), spec.aggregate)),
+                Step::Drop(name) => families.retain(|(f, _)| f != name),
                 Step::Update(..) => {}
             }
             steps.push(step);
@@ -226,7 +304,10 @@ impl BigtableTableAdmin for AdminService {
         blocking(move || {
             for step in steps {
                 match step {
-                    Step::Create(f, rule) => db.create_family(&name, &f, rule),
+                    Step::Create(f, FamilySpec { gc_rule, aggregate: None }) => db.create_family(&name, &f, gc_rule),
+                    Step::Create(f, FamilySpec { gc_rule, aggregate: Some(a) }) => {
+                        db.create_aggregate_family(&name, &f, a, gc_rule)
+                    }
                     Step::Update(f, rule) => db.set_gc_rule(&name, &f, rule),
                     Step::Drop(f) => db.delete_family(&name, &f),
                 }

@@ -222,3 +222,81 @@ async fn drop_row_range_deletes_a_prefix_or_everything() {
     assert!(keys(&mut h).await.is_empty());
     h.stop().await;
 }
+
+/// A family's `value_type`: an aggregate of Int64 inputs, as clients send
+/// it (no encoding named, no state type).
+fn aggregate_type(aggregator: admin::r#type::aggregate::Aggregator) -> admin::Type {
+    use admin::r#type::Kind;
+    let int64 = admin::Type { kind: Some(Kind::Int64Type(admin::r#type::Int64 { encoding: None })) };
+    let aggregate =
+        admin::r#type::Aggregate { input_type: Some(Box::new(int64)), state_type: None, aggregator: Some(aggregator) };
+    admin::Type { kind: Some(Kind::AggregateType(Box::new(aggregate))) }
+}
+
+/// The aggregator a family's `value_type` names, if it has one.
+fn aggregator_of(family: &admin::ColumnFamily) -> Option<admin::r#type::aggregate::Aggregator> {
+    match family.value_type.as_ref()?.kind.as_ref()? {
+        admin::r#type::Kind::AggregateType(a) => a.aggregator,
+        _ => None,
+    }
+}
+
+fn add_to_cell(family: &str, qualifier: &str, input: i64) -> data::Mutation {
+    use data::value::Kind;
+    let value = |kind| Some(data::Value { kind: Some(kind), ..Default::default() });
+    data::Mutation {
+        mutation: Some(data::mutation::Mutation::AddToCell(data::mutation::AddToCell {
+            family_name: family.into(),
+            column_qualifier: value(Kind::RawValue(Bytes::copy_from_slice(qualifier.as_bytes()))),
+            timestamp: value(Kind::RawTimestampMicros(1000)),
+            input: value(Kind::IntValue(input)),
+        })),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aggregate_families_are_created_listed_and_merge_their_inputs() {
+    use admin::r#type::aggregate::{Aggregator, HyperLogLogPlusPlusUniqueCount, Max, Sum};
+    let mut h = start().await;
+    let sum = admin::ColumnFamily { gc_rule: None, value_type: Some(aggregate_type(Aggregator::Sum(Sum {}))) };
+    let mut request = create("counters", &[("plain", versions(1))]);
+    request.table.as_mut().unwrap().column_families.insert("total".into(), sum);
+    let table = h.admin.create_table(request).await.unwrap().into_inner();
+    assert_eq!(aggregator_of(&table.column_families["total"]), Some(Aggregator::Sum(Sum {})));
+    assert_eq!(aggregator_of(&table.column_families["plain"]), None);
+    let max = admin::ColumnFamily { gc_rule: None, value_type: Some(aggregate_type(Aggregator::Max(Max {}))) };
+    let table = h.admin.modify_column_families(modify("counters", "peak", Mod::Create(max.clone()))).await.unwrap();
+    assert_eq!(aggregator_of(&table.get_ref().column_families["peak"]), Some(Aggregator::Max(Max {})));
+
+    // AddToCell merges inputs into one cell, by the family's aggregate.
+    let name = format!("{INSTANCE}/tables/counters");
+    for input in [5, 7, -2] {
+        let mutations = vec![add_to_cell("total", "n", input), add_to_cell("peak", "n", input)];
+        let request =
+            data::MutateRowRequest { table_name: name.clone(), row_key: "r".into(), mutations, ..Default::default() };
+        h.data.mutate_row(request).await.unwrap();
+    }
+    let read = data::ReadRowsRequest { table_name: name.clone(), ..Default::default() };
+    let mut stream = h.data.read_rows(read).await.unwrap().into_inner();
+    let mut values = Vec::new();
+    while let Some(response) = stream.message().await.unwrap() {
+        values.extend(response.chunks.iter().map(|c| i64::from_be_bytes(c.value.as_ref().try_into().unwrap())));
+    }
+    assert_eq!(values, [7, 10], "peak then total, in family order");
+
+    // A value_type cellardb does not keep, or one that would change, is
+    // refused, and nothing changes.
+    let hll = admin::ColumnFamily {
+        gc_rule: None,
+        value_type: Some(aggregate_type(Aggregator::HllppUniqueCount(HyperLogLogPlusPlusUniqueCount {}))),
+    };
+    let refused = h.admin.modify_column_families(modify("counters", "uniques", Mod::Create(hll))).await.unwrap_err();
+    assert_eq!(refused.code(), Code::Unimplemented);
+    let refused = h.admin.modify_column_families(modify("counters", "total", Mod::Update(max))).await.unwrap_err();
+    assert_eq!(refused.code(), Code::InvalidArgument);
+    let get = admin::GetTableRequest { name, view: admin::table::View::SchemaView.into() };
+    let families = h.admin.get_table(get).await.unwrap().into_inner().column_families;
+    assert_eq!(families.len(), 3);
+    assert_eq!(aggregator_of(&families["total"]), Some(Aggregator::Sum(Sum {})));
+    h.stop().await;
+}

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use cellardb::inspect::{MANIFEST_FILE_NAME, ManifestReader, ManifestRecord as Record, sst_file_name};
+use cellardb::inspect::{MANIFEST_FILE_NAME, ManifestReader, ManifestRecord as Record, log_file_name, sst_file_name};
 use serde_json::{Value, json};
 
 use crate::dump_sst::file_error;
@@ -82,6 +82,10 @@ fn record_text(record: &Record) -> String {
             d.seq,
             d.log_number
         ),
+        Record::Log(l) => match l.closed_size {
+            Some(size) => format!("log {}: closed at {size} bytes", log_file_name(l.number)),
+            None => format!("log {}: being written", log_file_name(l.number)),
+        },
         Record::End { records } => format!("end: {records} records before it"),
         // A record of a later format version than this tool knows.
         other => format!("a record this version of cellar does not know: {other:?}"),
@@ -108,6 +112,9 @@ fn record_json(record: &Record) -> Value {
         Record::RangeDrop(d) => json!({
             "record": "range_drop", "store": d.store, "start": escape(&d.start),
             "end": d.end.as_ref().map(|e| escape(e)), "seq": d.seq, "log_number": d.log_number,
+        }),
+        Record::Log(l) => json!({
+            "record": "log", "file": log_file_name(l.number), "closed_size": l.closed_size,
         }),
         Record::End { records } => json!({"record": "end", "records": records}),
         other => json!({"record": "unknown", "debug": format!("{other:?}")}),

@@ -47,7 +47,7 @@ use std::path::Path;
 use crate::Compression;
 use crate::fs::MemFs;
 pub use crate::key::{Entry, EntryKind, EntryRef, InternalKey};
-pub use crate::manifest::{FILE_NAME as MANIFEST_FILE_NAME, ManifestState, Record as ManifestRecord, SstMeta};
+pub use crate::manifest::{FILE_NAME as MANIFEST_FILE_NAME, LogMeta, ManifestState, Record as ManifestRecord, SstMeta};
 pub use crate::model::{BatchEntry, FamilyMeta, RangeDrop, RowBatch, TableMeta};
 pub use crate::sst::format::{FOOTER_LEN as SST_FOOTER_LEN, VERSION as SST_FORMAT_VERSION};
 pub use crate::sst::{BlockHandle, CheckReport, DecodedBlock, Footer, IndexEntry, Properties, SstReader};

@@ -4,6 +4,7 @@
 mod common;
 
 use std::io::Write;
+use std::os::unix::fs::FileExt;
 
 use cellardb::fs::MemFs;
 use cellardb::{Db, Durability, Error, GcRule, Mutation, Options, RecoveryMode};
@@ -78,17 +79,35 @@ fn log_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     logs
 }
 
+/// A copy of `dir` as a crash of the process leaves it, taken while the
+/// database in it is open: its files as they are now, the log being written
+/// and not closed, the records written into its mapping included.
+fn crash_copy_of(dir: &std::path::Path) -> tempfile::TempDir {
+    let copy = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, copy.path().join(path.file_name().unwrap())).unwrap();
+    }
+    copy
+}
+
+/// Where the records of a log file end: after its last byte that is not
+/// zero (a log being written goes on in preallocated zeros).
+fn records_end(data: &[u8]) -> usize {
+    data.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1)
+}
+
 #[test]
 fn a_torn_log_tail_is_cut_and_reported() {
-    let dir = tempfile::tempdir().unwrap();
-    {
-        let (_db, t) = open_with_table(dir.path(), Options::default());
-        for i in 0..10 {
-            put(&t, &format!("k{i}"), "v");
-        }
+    let live = tempfile::tempdir().unwrap();
+    let (_db, t) = open_with_table(live.path(), Options::default());
+    for i in 0..10 {
+        put(&t, &format!("k{i}"), "v");
     }
+    let dir = crash_copy_of(live.path());
     let log = log_files(dir.path()).pop().unwrap();
-    let len = std::fs::metadata(&log).unwrap().len();
+    // Cut the last record (the file goes on in preallocated zeros).
+    let len = records_end(&std::fs::read(&log).unwrap()) as u64;
     let f = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
     f.set_len(len - 3).unwrap();
     let (db, t) = open_with_table(dir.path(), Options::default());
@@ -107,11 +126,10 @@ fn a_torn_log_tail_is_cut_and_reported() {
 
 #[test]
 fn garbage_appended_to_the_log_is_a_torn_tail_in_tolerant_mode_only() {
-    let dir = tempfile::tempdir().unwrap();
-    {
-        let (_db, t) = open_with_table(dir.path(), Options::default());
-        put(&t, "a", "v");
-    }
+    let live = tempfile::tempdir().unwrap();
+    let (_db, t) = open_with_table(live.path(), Options::default());
+    put(&t, "a", "v");
+    let dir = crash_copy_of(live.path());
     let log = log_files(dir.path()).pop().unwrap();
     std::fs::OpenOptions::new().append(true).open(&log).unwrap().write_all(&[0xabu8; 100]).unwrap();
     let strict = Options::default().recovery_mode(RecoveryMode::AbsoluteConsistency).open(dir.path());
@@ -264,17 +282,17 @@ fn writes_are_refused_after_a_flush_fails_until_reopen() {
 
 #[test]
 fn the_cut_of_a_torn_tail_survives_an_open_that_fails_afterwards() {
-    let fs = MemFs::new();
+    let live = MemFs::new();
     let path = std::path::Path::new("/db");
-    {
-        let (_db, t) = open_with_table(path, mem_options(&fs));
-        put(&t, "a", "v");
-        put(&t, "b", "v");
-    }
+    // Power fails with the log open and its two records synced.
+    let (_db, t) = open_with_table(path, mem_options(&live).durability(Durability::Sync));
+    put(&t, "a", "v");
+    put(&t, "b", "v");
+    let fs = live.crash_copy();
     let log = fs_logs(&fs, path).pop().unwrap();
     let len = {
         use cellardb::fs::Fs;
-        usize::try_from(fs.file_size(&log).unwrap()).unwrap()
+        records_end(&fs.read(&log).unwrap())
     };
     fs.corrupt_byte(&log, len - 1).unwrap();
     // The open replays the log, cuts its tail, then fails writing its table.
@@ -333,4 +351,101 @@ fn close_releases_the_directory_while_handles_live_and_refuses_calls_after() {
     assert!(under_way.next().is_none());
     drop((t, db));
     again.close().unwrap();
+}
+
+#[test]
+fn a_live_log_deleted_or_emptied_after_a_clean_close_is_corruption() {
+    for damage in ["deleted", "emptied"] {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (db, t) = open_with_table(dir.path(), Options::default());
+            put(&t, "r1", "v");
+            db.close().unwrap();
+        }
+        let log = log_files(dir.path()).pop().unwrap();
+        if damage == "deleted" {
+            std::fs::remove_file(&log).unwrap();
+        } else {
+            std::fs::OpenOptions::new().write(true).open(&log).unwrap().set_len(0).unwrap();
+        }
+        for mode in [RecoveryMode::TolerateCorruptTail, RecoveryMode::AbsoluteConsistency] {
+            let opened = Options::default().recovery_mode(mode).open(dir.path());
+            let Err(Error::Corruption { file, offset, .. }) = &opened else {
+                panic!("{damage} log, {mode:?}: expected corruption, got {:?}", opened.map(|_| ()))
+            };
+            assert_eq!((file, *offset), (&log, 0), "{damage} log, {mode:?}");
+        }
+    }
+}
+
+#[test]
+fn a_zeroed_page_inside_a_cleanly_closed_log_is_corruption_not_a_torn_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (db, t) = open_with_table(dir.path(), Options::default());
+        for i in 0..400 {
+            put(&t, &format!("k{i:03}"), "some value");
+        }
+        db.close().unwrap();
+    }
+    let log = log_files(dir.path()).pop().unwrap();
+    let original = std::fs::read(&log).unwrap();
+    assert!(original.len() > 3 * 4096, "the log spans pages: {}", original.len());
+    let mut data = original.clone();
+    data[4096..8192].fill(0);
+    std::fs::write(&log, &data).unwrap();
+    let opened = Options::default().open(dir.path());
+    let Err(Error::Corruption { file, offset, .. }) = &opened else {
+        panic!("expected corruption, got {:?}", opened.map(|_| ()))
+    };
+    assert_eq!(file, &log);
+    assert!((4096 - 100..8192).contains(offset), "the damaged record is named: {offset}");
+    // The zeroed page at the very end of a closed log is damage too.
+    let mut data = original;
+    let len = data.len();
+    data[len - 4096..].fill(0);
+    std::fs::write(&log, &data).unwrap();
+    assert!(matches!(Options::default().open(dir.path()), Err(Error::Corruption { .. })));
+}
+
+#[test]
+fn a_closed_log_cut_short_or_with_bytes_after_its_end_is_corruption() {
+    for damage in ["cut", "appended"] {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (db, t) = open_with_table(dir.path(), Options::default());
+            put(&t, "r1", "v");
+            put(&t, "r2", "v");
+            db.close().unwrap();
+        }
+        let log = log_files(dir.path()).pop().unwrap();
+        let len = std::fs::metadata(&log).unwrap().len();
+        let file = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
+        let at = if damage == "cut" {
+            file.set_len(len - 3).unwrap();
+            len - 3
+        } else {
+            file.set_len(len + 10).unwrap();
+            file.write_all_at(b"x", len + 4).unwrap();
+            len + 4
+        };
+        let opened = Options::default().open(dir.path());
+        let Err(Error::Corruption { file, offset, .. }) = &opened else {
+            panic!("{damage}: expected corruption, got {:?}", opened.map(|_| ()))
+        };
+        assert_eq!((file, *offset), (&log, at), "{damage}");
+    }
+    // Zeros after the end are the preallocated rest a crash between the
+    // close and the trim leaves: a clean end.
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (db, t) = open_with_table(dir.path(), Options::default());
+        put(&t, "r1", "v");
+        db.close().unwrap();
+    }
+    let log = log_files(dir.path()).pop().unwrap();
+    let len = std::fs::metadata(&log).unwrap().len();
+    std::fs::OpenOptions::new().write(true).open(&log).unwrap().set_len(len + 4096).unwrap();
+    let (_db, t) = open_with_table(dir.path(), Options::default());
+    assert_eq!(scan_all(&t), vec![flat("r1", "cf1", "q", 1000, "v")]);
 }

@@ -81,6 +81,7 @@ impl Core {
         let (kept, dropped): (Vec<_>, Vec<_>) = outputs.into_iter().partition(|h| live.contains(&h.meta.store));
         next.ssts.extend(kept.iter().map(|h| h.meta.clone()));
         next.log_number = next_log;
+        next.logs.retain(|log| log.number >= next_log);
         next.last_seq = next.last_seq.max(mem.max_seq());
         self.retire_drops(&st, &mut next);
         manifest::write(&*self.fs, &self.dir, &next)?;

@@ -34,7 +34,7 @@ pub use stats::{FamilyStats, LevelStats, RecoveryReport, Stats, TableStats};
 pub use table::Table;
 
 use crate::fs::{FileLock, Fs};
-use crate::manifest::ManifestState;
+use crate::manifest::{self, ManifestState};
 use crate::memtable::Memtable;
 use crate::model::RangeDrop;
 use crate::options::Options;
@@ -201,13 +201,12 @@ impl DbHandle {
             return Ok(());
         }
         // The log is synced, then dropped, which ends the file at its last
-        // record; only then may another open take the directory.
-        let synced = match core.commit.lock().wal.take() {
-            Some(mut wal) => wal.sync(),
-            None => Ok(()),
-        };
+        // record, and the manifest records it closed at that length, so
+        // that damage to it later is not taken for a crash's torn tail; only
+        // then may another open take the directory.
+        let closed = core.close_log();
         core.lock.lock().take();
-        synced
+        closed
     }
 }
 
@@ -220,6 +219,23 @@ impl Drop for DbHandle {
 }
 
 impl Core {
+    /// Syncs the log, drops it (trimming its file to its records) and
+    /// records it in the manifest as closed at that length. Nothing to do
+    /// for a read-only database.
+    fn close_log(&self) -> Result<()> {
+        let mut cs = self.commit.lock();
+        let Some(mut wal) = cs.wal.take() else { return Ok(()) };
+        wal.sync()?;
+        let (number, size) = (cs.mem.wal_number(), wal.len());
+        drop(wal);
+        let mut st = self.state.lock();
+        let mut next = st.manifest.clone();
+        next.close_log(number, size);
+        manifest::write(&*self.fs, &self.dir, &next)?;
+        st.manifest = next;
+        Ok(())
+    }
+
     /// The published view reads start from.
     pub(crate) fn current(&self) -> Arc<SuperVersion> {
         self.current.read().clone()

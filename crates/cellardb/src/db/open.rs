@@ -34,7 +34,7 @@ use super::stats::{Counters, RecoveryReport};
 use super::version::{Schema, SstHandle, SuperVersion};
 use super::{CommitState, Core, EngineState};
 use crate::fs::{FileLock, Fs};
-use crate::manifest::{self, ManifestState};
+use crate::manifest::{self, LogMeta, ManifestState};
 use crate::memtable::Memtable;
 use crate::model::RowBatch;
 use crate::options::{Durability, Options, RecoveryMode};
@@ -78,7 +78,7 @@ pub(super) fn recover(dir: &Path, opts: Options) -> Result<Core> {
 
     let replayed = Arc::new(Memtable::new(0));
     let mut last_seq = state.last_seq;
-    if let Some(torn) = replay_logs(dir, &opts, &logs, &replayed, &mut last_seq, &mut report)? {
+    if let Some(torn) = replay_logs(dir, &opts, &state, &logs, &replayed, &mut last_seq, &mut report)? {
         // Make the cut permanent before anything else happens: were this
         // open to fail later, this log would no longer be the newest, and
         // its damage would then read as corruption.
@@ -233,7 +233,7 @@ fn gather_read_only(dir: &Path, opts: &Options) -> Result<Option<(Parts, Arc<Mem
     let mut last_seq = state.last_seq;
     let mut report = RecoveryReport::default();
     // A torn tail here is most likely a record being written: left as it is.
-    let torn = replay_logs(dir, opts, &logs, &mem, &mut last_seq, &mut report)?;
+    let torn = replay_logs(dir, opts, &state, &logs, &mem, &mut last_seq, &mut report)?;
     report.torn_tails.extend(torn);
     let after = fs.read(&manifest_path).map_err(|e| Error::io(&manifest_path, e))?;
     if after != before {
@@ -253,31 +253,78 @@ fn not_a_database(dir: &Path) -> Error {
 /// Replays `logs` in order into `into`, raising `last_seq` to the highest
 /// sequence number met and counting what was replayed in `report`. Returns
 /// the torn tail of the newest log, which the recovery mode may tolerate.
+///
+/// Where the manifest lists the live logs, each listed log must be
+/// among `logs`, and begin with its header; a log it records as closed must
+/// hold intact records up to exactly its closed length, and nothing but
+/// zeros after it. Otherwise the writes it held are lost, which is
+/// `Error::Corruption`, not a torn tail, whatever the mode.
 fn replay_logs(
     dir: &Path,
     opts: &Options,
+    manifest: &ManifestState,
     logs: &[u64],
     into: &Memtable,
     last_seq: &mut u64,
     report: &mut RecoveryReport,
 ) -> Result<Option<wal::TornTail>> {
+    if let Some(missing) = manifest.logs.iter().find(|l| l.number >= manifest.log_number && !logs.contains(&l.number)) {
+        let what = "the manifest lists this log as live, and it is missing: the writes it held are lost";
+        return Err(Error::corruption(dir.join(wal::file_name(missing.number)), 0, what));
+    }
     let mut torn = None;
     for (i, &number) in logs.iter().enumerate() {
         let path = dir.join(wal::file_name(number));
         let data = opts.fs.read(&path).map_err(|e| Error::io(&path, e))?;
-        let tolerate = opts.recovery == RecoveryMode::TolerateCorruptTail && i + 1 == logs.len();
-        let reader = WalReader::new(&path, &data);
+        let listed = manifest.logs.iter().find(|l| l.number == number);
+        let data = match listed {
+            Some(log) => check_listed_log(&path, &data, log)?,
+            None => &data[..],
+        };
+        let closed = listed.is_some_and(|l| l.closed_size.is_some());
+        let tolerate = opts.recovery == RecoveryMode::TolerateCorruptTail && i + 1 == logs.len() && !closed;
+        let reader = WalReader::new(&path, data);
         let stats = reader.replay(tolerate, |offset, payload| {
             let batch = RowBatch::decode(payload).map_err(|e| reader.payload_error(offset, e))?;
             *last_seq = (*last_seq).max(batch.entries.iter().map(|e| e.seq).max().unwrap_or(0));
             into.insert(std::slice::from_ref(&batch));
             Ok(())
         })?;
+        if closed && stats.end_offset != data.len() as u64 {
+            let what = format!(
+                "a log closed at {} bytes holds records up to offset {} only: zeroed after it",
+                data.len(),
+                stats.end_offset
+            );
+            return Err(Error::corruption(&path, stats.end_offset, what));
+        }
         report.logs_replayed += 1;
         report.records_replayed += stats.records;
         torn = stats.torn_tail;
     }
     Ok(torn)
+}
+
+/// The part of `data`, the file of `log`, that holds its records: the
+/// whole file for a log being written (its header checked), the bytes up to
+/// its closed length for a closed one.
+fn check_listed_log<'a>(path: &Path, data: &'a [u8], log: &LogMeta) -> Result<&'a [u8]> {
+    if !data.starts_with(wal::MAGIC) {
+        let what = "the manifest lists this log, and it has no header: emptied or overwritten";
+        return Err(Error::corruption(path, 0, what));
+    }
+    let Some(size) = log.closed_size else { return Ok(data) };
+    let size = usize::try_from(size).unwrap_or(usize::MAX);
+    if data.len() < size {
+        let what = format!("a log closed at {size} bytes is {} bytes long: cut short", data.len());
+        return Err(Error::corruption(path, data.len() as u64, what));
+    }
+    // A crash between the close and the trim leaves the preallocated zeros.
+    if let Some(at) = data[size..].iter().position(|&b| b != 0) {
+        let what = format!("bytes after the end of a log closed at {size} bytes");
+        return Err(Error::corruption(path, (size + at) as u64, what));
+    }
+    Ok(&data[..size])
 }
 
 /// Opens every SSTable the manifest lists.
@@ -330,6 +377,8 @@ impl Core {
         let mut next = st.manifest.clone();
         next.ssts.extend(outputs.iter().map(|h| h.meta.clone()));
         next.log_number = log_number;
+        // Every log replayed is flushed now: the new one is the only live log.
+        next.logs = vec![LogMeta::open(log_number)];
         next.last_seq = last_seq;
         manifest::write(&*self.fs, &self.dir, &next)?;
         st.manifest = next;

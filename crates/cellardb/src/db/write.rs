@@ -18,6 +18,7 @@ use parking_lot::Mutex;
 
 use super::version::Schema;
 use super::{CommitState, Core};
+use crate::manifest::{self, LogMeta};
 use crate::memtable::Memtable;
 use crate::model::batch::resolve;
 use crate::model::cell::now_micros;
@@ -230,9 +231,16 @@ impl Core {
         let number = st.next_file_number();
         old.sync()?;
         let wal = WalWriter::create(&*self.fs, &self.dir, number, self.opts.memtable_size)?;
-        if self.opts.durability == Durability::Sync {
-            self.fs.sync_dir(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
-        }
+        // The manifest lists the new log before anything is written to it,
+        // and the old one as closed at its length (its file is trimmed to
+        // it when the writer drops; a crash before that leaves zeros after
+        // it, which recovery accepts). Its write syncs the directory, so
+        // the new log's name is durable too.
+        let mut next = st.manifest.clone();
+        next.close_log(cs.mem.wal_number(), old.len());
+        next.logs.push(LogMeta::open(number));
+        manifest::write(&*self.fs, &self.dir, &next)?;
+        st.manifest = next;
         cs.wal = Some(wal);
         let frozen = std::mem::replace(&mut cs.mem, Arc::new(Memtable::new(number)));
         st.imm.push(frozen);

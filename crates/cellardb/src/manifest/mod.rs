@@ -13,7 +13,7 @@ mod records;
 
 use std::path::Path;
 
-pub use records::{ManifestState, Record, Records, SstMeta};
+pub use records::{LogMeta, ManifestState, Record, Records, SstMeta};
 
 use crate::fs::Fs;
 use crate::{Error, Result};

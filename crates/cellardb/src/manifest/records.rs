@@ -10,9 +10,9 @@ use crate::model::{Aggregate, FamilyMeta, GcRule, RangeDrop, TableMeta};
 const MAGIC: &[u8; 8] = b"CELLARMF";
 /// Manifest format version written. Version changes: 1 is the first; 2
 /// adds dropped row ranges and each SSTable's `drops_applied`; 3 adds each
-/// family's aggregate. Older manifests are read as version 3 without what
-/// they lack (no drops, plain families).
-const VERSION: u32 = 3;
+/// family's aggregate; 4 the live logs. Older manifests are read as version
+/// 4 without what they lack (no drops, plain families, logs not tracked).
+const VERSION: u32 = 4;
 /// The oldest version read.
 const OLDEST_VERSION: u32 = 1;
 const HEADER_LEN: usize = 12;
@@ -30,6 +30,7 @@ mod tag {
     pub const SST: u8 = 4;
     pub const END: u8 = 5;
     pub const RANGE_DROP: u8 = 6;
+    pub const LOG: u8 = 7;
 }
 
 /// A family's aggregate: 0 for a plain family, else the aggregate's tag.
@@ -70,6 +71,31 @@ pub struct ManifestState {
     pub ssts: Vec<SstMeta>,
     /// Row ranges dropped whose older entries may still be in files.
     pub drops: Vec<RangeDrop>,
+    /// The live logs (numbered `log_number` or above), oldest first: every
+    /// log is listed before a record is written to it.
+    pub logs: Vec<LogMeta>,
+    /// Whether the manifest lists the live logs (version 4 on): an older
+    /// one does not, and its logs are replayed as found.
+    pub logs_tracked: bool,
+}
+
+/// A live log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LogMeta {
+    /// File number.
+    pub number: u64,
+    /// For a log closed cleanly (trimmed to its records and synced), its
+    /// length in bytes; `None` for a log still being written, or being
+    /// written when the engine stopped.
+    pub closed_size: Option<u64>,
+}
+
+impl LogMeta {
+    /// Log `number`, being written.
+    pub(crate) fn open(number: u64) -> LogMeta {
+        LogMeta { number, closed_size: None }
+    }
 }
 
 /// A live SSTable.
@@ -126,6 +152,7 @@ impl ManifestState {
         }
         payloads.extend(self.ssts.iter().map(sst_record));
         payloads.extend(self.drops.iter().map(drop_record));
+        payloads.extend(self.logs.iter().map(log_record));
         let mut end = vec![tag::END];
         put_varint(&mut end, payloads.len() as u64);
         payloads.push(end);
@@ -158,11 +185,19 @@ impl ManifestState {
     /// # Errors
     /// A [`DecodeError`] at the offset of the first bad record (or byte).
     pub(crate) fn decode(data: &[u8]) -> Result<ManifestState, DecodeError> {
-        let mut state = ManifestState::default();
-        for record in Records::new(data)? {
+        let records = Records::new(data)?;
+        let mut state = ManifestState { logs_tracked: records.version() >= 4, ..ManifestState::default() };
+        for record in records {
             state.apply(record?.1);
         }
         Ok(state)
+    }
+
+    /// Records that log `number` is closed, `size` bytes long.
+    pub(crate) fn close_log(&mut self, number: u64, size: u64) {
+        if let Some(log) = self.logs.iter_mut().find(|l| l.number == number) {
+            log.closed_size = Some(size);
+        }
     }
 
     fn apply(&mut self, record: Record) {
@@ -179,6 +214,7 @@ impl ManifestState {
             }
             Record::Sst(meta) => self.ssts.push(meta),
             Record::RangeDrop(drop) => self.drops.push(drop),
+            Record::Log(log) => self.logs.push(log),
             Record::End { .. } => {}
         }
     }
@@ -219,6 +255,8 @@ pub enum Record {
     Sst(SstMeta),
     /// A dropped row range (tag 6).
     RangeDrop(RangeDrop),
+    /// A live log (tag 7).
+    Log(LogMeta),
     /// The end (tag 5).
     End {
         /// Records before it.
@@ -357,6 +395,16 @@ fn decode_record(payload: &[u8], records_before: u64, version: u32, tables: &[u3
             let log_number = c.varint("drop log number")?;
             Record::RangeDrop(RangeDrop { store, start, end, seq, log_number })
         }
+        tag::LOG if version >= 4 => {
+            let number = c.varint("log number")?;
+            let at = c.position();
+            let closed_size = match c.varint("closed size")? {
+                0 => None,
+                n if n >= crate::wal::FILE_HEADER_LEN as u64 => Some(n),
+                _ => return Err(c.error_at(at, "closed size shorter than a log's header")),
+            };
+            Record::Log(LogMeta { number, closed_size })
+        }
         tag::END => {
             let at = c.position();
             let records = c.varint("record count")?;
@@ -371,6 +419,13 @@ fn decode_record(payload: &[u8], records_before: u64, version: u32, tables: &[u3
         return Err(c.error("end of record"));
     }
     Ok(record)
+}
+
+fn log_record(log: &LogMeta) -> Vec<u8> {
+    let mut p = vec![tag::LOG];
+    put_varint(&mut p, log.number);
+    put_varint(&mut p, log.closed_size.unwrap_or(0));
+    p
 }
 
 fn drop_record(d: &RangeDrop) -> Vec<u8> {
@@ -506,6 +561,8 @@ mod tests {
                 RangeDrop { store: 2, start: "a".into(), end: Some("b".into()), seq: 50, log_number: 9 },
                 RangeDrop { store: 1, start: Bytes::new(), end: None, seq: 60, log_number: 10 },
             ],
+            logs: vec![LogMeta { number: 11, closed_size: Some(300) }],
+            logs_tracked: true,
         }
     }
 
@@ -515,8 +572,9 @@ mod tests {
         assert_eq!(ManifestState::decode(&s.encode()).unwrap(), s);
     }
 
-    /// `state` as an older `version` wrote it: family records without the
-    /// aggregate (before 3), SSTable records without `drops_applied` (1).
+    /// `state` (listing no logs) as an older `version` wrote it: family
+    /// records without the aggregate (before 3), SSTable records without
+    /// `drops_applied` (1).
     fn encode_old(state: &ManifestState, version: u32) -> Vec<u8> {
         let current = state.encode();
         let mut out = MAGIC.to_vec();
@@ -525,7 +583,7 @@ mod tests {
         while at < current.len() {
             let len = u32::from_le_bytes(current[at..at + 4].try_into().unwrap()) as usize;
             let mut payload = current[at + 8..at + 8 + len].to_vec();
-            if payload[0] == tag::FAMILY || (payload[0] == tag::SST && version < 2) {
+            if (payload[0] == tag::FAMILY && version < 3) || (payload[0] == tag::SST && version < 2) {
                 payload.pop(); // the aggregate; drops_applied, one byte below 128
             }
             out.extend_from_slice(&u32::try_from(payload.len()).unwrap().to_le_bytes());
@@ -539,13 +597,16 @@ mod tests {
     #[test]
     fn older_manifests_read_without_what_they_lack() {
         let mut s = sample();
+        s.logs.clear();
+        s.logs_tracked = false;
+        assert_eq!(ManifestState::decode(&encode_old(&s, 3)).unwrap(), s, "version 3 lists no logs");
         s.tables[0].families.iter_mut().for_each(|f| f.aggregate = None);
         assert_eq!(ManifestState::decode(&encode_old(&s, 2)).unwrap(), s);
         s.drops.clear();
         s.ssts.iter_mut().for_each(|m| m.drops_applied = 0);
         assert_eq!(ManifestState::decode(&encode_old(&s, 1)).unwrap(), s);
         let mut future = s.encode();
-        future[8] = 4;
+        future[8] = 5;
         let err = ManifestState::decode(&future).unwrap_err();
         assert_eq!(err.offset, 8, "an unknown version is refused at its offset: {}", err.what);
     }
@@ -567,6 +628,16 @@ mod tests {
         bad[at + 4..at + 8].copy_from_slice(&crc.to_le_bytes());
         let err = ManifestState::decode(&bad).unwrap_err();
         assert!(err.what.contains("aggregate"), "{}", err.what);
+    }
+
+    #[test]
+    fn a_log_being_written_and_a_closed_one_round_trip() {
+        let mut s = sample();
+        s.logs = vec![LogMeta { number: 11, closed_size: Some(12) }, LogMeta::open(12)];
+        s.next_file = 13;
+        assert_eq!(ManifestState::decode(&s.encode()).unwrap(), s);
+        s.close_log(12, 4096);
+        assert_eq!(s.logs[1].closed_size, Some(4096));
     }
 
     #[test]

@@ -10,24 +10,36 @@ use crate::{Error, Result};
 pub struct WalWriter {
     file: Box<dyn LogFile>,
     path: PathBuf,
+    /// Bytes appended: where the file ends once dropped.
+    len: u64,
 }
 
 impl WalWriter {
     /// Creates log file `number` in `dir` with room for about `capacity`
-    /// bytes, header written (not yet synced).
+    /// bytes, header written and synced: the manifest lists a log only once
+    /// its header is durable, so a listed log without one is damage.
     pub fn create(fs: &dyn Fs, dir: &Path, number: u64, capacity: usize) -> Result<WalWriter> {
         let path = dir.join(super::file_name(number));
         let mut file = fs.create_log(&path, capacity).map_err(|e| Error::io(&path, e))?;
         let mut header = MAGIC.to_vec();
         header.extend_from_slice(&VERSION.to_le_bytes());
         file.append(&header).map_err(|e| Error::io(&path, e))?;
-        Ok(WalWriter { file, path })
+        file.sync().map_err(|e| Error::io(&path, e))?;
+        Ok(WalWriter { file, path, len: header.len() as u64 })
     }
 
     /// Appends already-encoded records; on return they survive a crash of
     /// this process.
     pub fn append(&mut self, records: &[u8]) -> Result<()> {
-        self.file.append(records).map_err(|e| Error::io(&self.path, e))
+        self.file.append(records).map_err(|e| Error::io(&self.path, e))?;
+        self.len += records.len() as u64;
+        Ok(())
+    }
+
+    /// Bytes appended, header included: the file's length once the writer
+    /// is dropped (which trims the preallocated rest).
+    pub fn len(&self) -> u64 {
+        self.len
     }
 
     /// Makes everything appended durable.

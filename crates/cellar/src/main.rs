@@ -3,8 +3,9 @@
 //! `cellar dump sst|wal|manifest` decodes one file, byte for byte as
 //! `docs/format/` specifies it, and can verify it; `ls`, `read`, `lookup`,
 //! `count` and `stats` read a database directory as `cbt` reads a Bigtable
-//! instance, opened read-only so they run beside a live writer; `serve`
-//! serves a database over Bigtable's gRPC API.
+//! instance, opened read-only so they run beside a live writer;
+//! `checkpoint` copies a database; `serve` serves one over Bigtable's gRPC
+//! API.
 //! `docs/tools.md` shows each command on the balloon workload.
 //!
 //! The logger is on (`warn`, or as `RUST_LOG` says, to stderr), so what the
@@ -38,7 +39,8 @@ use clap::{Parser, Subcommand};
     after_help = "Exit codes: 0 ok, 1 I/O or other failure, 2 usage, 3 not found, 4 corruption."
 )]
 struct Cli {
-    /// Database directory, for `ls`, `read`, `lookup`, `count` and `stats`.
+    /// Database directory, for `ls`, `read`, `lookup`, `count`, `stats` and
+    /// `checkpoint`.
     #[arg(long, global = true, env = "CELLAR_DB")]
     db: Option<PathBuf>,
     #[command(subcommand)]
@@ -94,6 +96,14 @@ enum Command {
         /// One JSON object.
         #[arg(long)]
         json: bool,
+    },
+    /// Write a consistent copy of the database to DEST (a new or empty
+    /// directory), openable on its own. Opens the database for writing, so
+    /// not beside a process that has it open: that process can call
+    /// `Db::checkpoint` itself.
+    Checkpoint {
+        /// Where the copy goes.
+        dest: PathBuf,
     },
     /// The schema-pattern lab: load the balloon workload in each schema
     /// pattern, and report what each costs (bytes, ingest, queries).
@@ -221,7 +231,21 @@ fn run(cli: &Cli, out: &mut Out) -> Outcome {
         Command::Lookup { table, row, args, json } => cbt::lookup(&db()?, table, row, args, *json, out),
         Command::Count { table, args, json } => cbt::count(&db()?, table, args, *json, out),
         Command::Stats { json } => cbt::stats(&db()?, *json, out),
+        Command::Checkpoint { dest } => checkpoint(&db()?, dest, out),
         Command::Lab(args) => lab::run(args, out),
         Command::Serve(args) => serve::run(args, out),
     }
+}
+
+/// `cellar checkpoint DEST`: the database opened for writing (replaying and
+/// flushing what its logs hold), copied, and closed.
+fn checkpoint(dir: &std::path::Path, dest: &std::path::Path, out: &mut Out) -> Outcome {
+    if !dir.join(cellardb::inspect::MANIFEST_FILE_NAME).exists() {
+        return Err(Failure::NotFound(format!("{}: not a cellardb database (no MANIFEST)", dir.display())));
+    }
+    let db = cellardb::Options::default().open(dir)?;
+    db.checkpoint(dest)?;
+    db.close()?;
+    writeln!(out, "cellar: checkpoint of {} written to {}", dir.display(), dest.display())?;
+    Ok(())
 }

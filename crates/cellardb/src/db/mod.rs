@@ -12,6 +12,7 @@
 
 mod admin;
 mod atomic;
+mod checkpoint;
 mod compact;
 mod flush;
 mod open;

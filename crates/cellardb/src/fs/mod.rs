@@ -91,6 +91,15 @@ pub trait Fs: Send + Sync + Debug {
     /// The whole content of an immutable file, mapped rather than copied where
     /// the file system allows.
     fn map(&self, path: &Path) -> io::Result<Bytes>;
+    /// Makes `to` a durable copy of the immutable file `from`: by default a
+    /// copy, synced; a file system that can share the file's blocks (a hard
+    /// link) does that instead. The directory of `to` is not synced.
+    fn link_or_copy(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let data = self.read(from)?;
+        let mut file = self.create(to)?;
+        file.write_all(&data)?;
+        file.sync_data()
+    }
     /// Atomically renames `from` to `to`, replacing `to`.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Removes the file `path`.

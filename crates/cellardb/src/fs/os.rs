@@ -44,6 +44,16 @@ impl Fs for OsFs {
         fs::read(path)
     }
 
+    fn link_or_copy(&self, from: &Path, to: &Path) -> io::Result<()> {
+        // A hard link where the file system allows (the same device); a
+        // copy, synced, where it does not.
+        if fs::hard_link(from, to).is_ok() {
+            return Ok(());
+        }
+        fs::copy(from, to)?;
+        File::open(to)?.sync_data()
+    }
+
     #[allow(unsafe_code)]
     fn map(&self, path: &Path) -> io::Result<Bytes> {
         let file = File::open(path)?;

@@ -226,7 +226,7 @@ async fn run_one(
 ) -> Result<Figures, BoxError> {
     let dir = tempfile::tempdir()?;
     let mut server = Server::start(kind, dir.path())?;
-    let channel = Channel::from_shared(format!("http://{}", server.addr))?.connect().await?;
+    let channel = server.connect().await?;
     create_table(channel.clone(), pattern).await?;
     let mut figures = Figures::default();
     write_phase(config, pattern, clients, &server, &mut figures).await?;
@@ -236,7 +236,7 @@ async fn run_one(
         // The data is there after a restart.
         server.stop()?;
         server = Server::start(kind, dir.path())?;
-        let channel = Channel::from_shared(format!("http://{}", server.addr))?.connect().await?;
+        let channel = server.connect().await?;
         scan(channel, config, pattern).await?;
     }
     server.stop()?;
@@ -307,7 +307,7 @@ async fn write_phase(
     let started = Instant::now();
     let mut tasks = Vec::new();
     for client in 0..clients {
-        let channel = Channel::from_shared(format!("http://{}", server.addr))?.connect().await?;
+        let channel = server.connect().await?;
         let (workload, written) = (config.workload, Arc::clone(&written));
         tasks.push(tokio::spawn(async move {
             let mut bt = BigtableClient::new(channel);
@@ -440,7 +440,7 @@ async fn read_phase(
 ) -> Result<(), BoxError> {
     let mut tasks = Vec::new();
     for client in 0..clients {
-        let channel = Channel::from_shared(format!("http://{}", server.addr))?.connect().await?;
+        let channel = server.connect().await?;
         let (w, reads) = (config.workload, config.reads);
         tasks.push(tokio::spawn(async move {
             let mut bt = BigtableClient::new(channel);
@@ -544,6 +544,11 @@ impl Server {
         let addr = first.split_whitespace().last().ok_or("the server printed no address")?.to_owned();
         let pid = child.id();
         Ok(Server { stdin: child.stdin.take(), child, addr, pid })
+    }
+
+    /// A new connection to the server, as a client process would open.
+    async fn connect(&self) -> Result<Channel, BoxError> {
+        Ok(Channel::from_shared(format!("http://{}", self.addr))?.connect().await?)
     }
 
     fn stop(&mut self) -> Result<(), BoxError> {

@@ -222,11 +222,16 @@ impl Drop for DbHandle {
 impl Core {
     /// Syncs the log, drops it (trimming its file to its records) and
     /// records it in the manifest as closed at that length. Nothing to do
-    /// for a read-only database.
+    /// for a read-only database. After a failed write the log is left
+    /// recorded as being written: what the failure left at its end is for
+    /// recovery to judge, as after a crash.
     fn close_log(&self) -> Result<()> {
         let mut cs = self.commit.lock();
         let Some(mut wal) = cs.wal.take() else { return Ok(()) };
         wal.sync()?;
+        if cs.poisoned.is_some() {
+            return Ok(());
+        }
         let (number, size) = (cs.mem.wal_number(), wal.len());
         drop(wal);
         let mut st = self.state.lock();

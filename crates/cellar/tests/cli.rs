@@ -541,3 +541,20 @@ fn a_directory_that_is_not_a_database_says_so() {
     }
     assert_eq!(std::fs::read_dir(scratch.path()).unwrap().count(), 1, "nothing was created");
 }
+
+#[test]
+fn verify_checks_a_whole_database_and_exits_4_on_damage() {
+    let (dir, ssts) = pattern_db(SchemaPattern::SingleTsSerialized);
+    let db = dir.path().to_str().unwrap();
+    let healthy = ok(&["--db", db, "verify"]);
+    assert!(healthy.trim_end().ends_with(": 0 faults"), "{healthy}");
+    let mut data = std::fs::read(&ssts[0]).unwrap();
+    data[20] ^= 0x40;
+    std::fs::write(&ssts[0], &data).unwrap();
+    let o = cellar(&["--db", db, "verify"]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.lines().any(|l| l.starts_with("fault: ") && l.contains(&*ssts[0].to_string_lossy())), "{out}");
+    let empty = tempfile::tempdir().unwrap();
+    fails(&["--db", empty.path().to_str().unwrap(), "verify"], 3);
+}

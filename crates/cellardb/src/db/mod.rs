@@ -15,7 +15,7 @@ mod atomic;
 mod checkpoint;
 mod compact;
 mod flush;
-mod open;
+pub(crate) mod open;
 mod read;
 mod sample;
 mod stats;

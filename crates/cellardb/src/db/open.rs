@@ -233,12 +233,14 @@ fn gather_read_only(dir: &Path, opts: &Options) -> Result<Option<(Parts, Arc<Mem
     let mut last_seq = state.last_seq;
     let mut report = RecoveryReport::default();
     // A torn tail here is most likely a record being written: left as it is.
-    let torn = replay_logs(dir, opts, &state, &logs, &mem, &mut last_seq, &mut report)?;
-    report.torn_tails.extend(torn);
+    let replayed = replay_logs(dir, opts, &state, &logs, &mem, &mut last_seq, &mut report);
     let after = fs.read(&manifest_path).map_err(|e| Error::io(&manifest_path, e))?;
     if after != before {
+        // A flush or switch meanwhile may have deleted or closed a log
+        // after it was listed: what replay met then proves nothing.
         return Ok(None);
     }
+    report.torn_tails.extend(replayed?);
     Ok(Some((Parts { state, handles, cache, report, last_seq }, mem)))
 }
 
@@ -268,41 +270,65 @@ fn replay_logs(
     last_seq: &mut u64,
     report: &mut RecoveryReport,
 ) -> Result<Option<wal::TornTail>> {
-    if let Some(missing) = manifest.logs.iter().find(|l| l.number >= manifest.log_number && !logs.contains(&l.number)) {
-        let what = "the manifest lists this log as live, and it is missing: the writes it held are lost";
-        return Err(Error::corruption(dir.join(wal::file_name(missing.number)), 0, what));
+    if let Some(missing) = missing_log(dir, manifest, logs) {
+        return Err(missing);
     }
     let mut torn = None;
     for (i, &number) in logs.iter().enumerate() {
         let path = dir.join(wal::file_name(number));
         let data = opts.fs.read(&path).map_err(|e| Error::io(&path, e))?;
         let listed = manifest.logs.iter().find(|l| l.number == number);
-        let data = match listed {
-            Some(log) => check_listed_log(&path, &data, log)?,
-            None => &data[..],
-        };
-        let closed = listed.is_some_and(|l| l.closed_size.is_some());
-        let tolerate = opts.recovery == RecoveryMode::TolerateCorruptTail && i + 1 == logs.len() && !closed;
-        let reader = WalReader::new(&path, data);
-        let stats = reader.replay(tolerate, |offset, payload| {
-            let batch = RowBatch::decode(payload).map_err(|e| reader.payload_error(offset, e))?;
+        let newest = opts.recovery == RecoveryMode::TolerateCorruptTail && i + 1 == logs.len();
+        let stats = replay_log(&path, &data, listed, newest, |batch| {
             *last_seq = (*last_seq).max(batch.entries.iter().map(|e| e.seq).max().unwrap_or(0));
             into.insert(std::slice::from_ref(&batch));
-            Ok(())
         })?;
-        if closed && stats.end_offset != data.len() as u64 {
-            let what = format!(
-                "a log closed at {} bytes holds records up to offset {} only: zeroed after it",
-                data.len(),
-                stats.end_offset
-            );
-            return Err(Error::corruption(&path, stats.end_offset, what));
-        }
         report.logs_replayed += 1;
         report.records_replayed += stats.records;
         torn = stats.torn_tail;
     }
     Ok(torn)
+}
+
+/// The first log the manifest lists as live that is not among `logs` (the
+/// live logs in the directory), as the corruption it is.
+pub(crate) fn missing_log(dir: &Path, manifest: &ManifestState, logs: &[u64]) -> Option<Error> {
+    let missing = manifest.logs.iter().find(|l| l.number >= manifest.log_number && !logs.contains(&l.number))?;
+    let what = "the manifest lists this log as live, and it is missing: the writes it held are lost";
+    Some(Error::corruption(dir.join(wal::file_name(missing.number)), 0, what))
+}
+
+/// Replays the log file `path`, whose bytes are `data`, into `apply`,
+/// record by record, as recovery does: checked against `listed`, its
+/// record in the manifest if it has one (`check_listed_log`, and a closed
+/// log's records must end at its length), its torn tail tolerated only if
+/// `may_be_torn` and the log is not recorded closed.
+pub(crate) fn replay_log(
+    path: &Path,
+    data: &[u8],
+    listed: Option<&LogMeta>,
+    may_be_torn: bool,
+    mut apply: impl FnMut(RowBatch<'_>),
+) -> Result<wal::ReplayStats> {
+    let records = match listed {
+        Some(log) => check_listed_log(path, data, log)?,
+        None => data,
+    };
+    let closed = listed.is_some_and(|l| l.closed_size.is_some());
+    let reader = WalReader::new(path, records);
+    let stats = reader.replay(may_be_torn && !closed, |offset, payload| {
+        apply(RowBatch::decode(payload).map_err(|e| reader.payload_error(offset, e))?);
+        Ok(())
+    })?;
+    if closed && stats.end_offset != records.len() as u64 {
+        let what = format!(
+            "a log closed at {} bytes holds records up to offset {} only: zeroed after it",
+            records.len(),
+            stats.end_offset
+        );
+        return Err(Error::corruption(path, stats.end_offset, what));
+    }
+    Ok(stats)
 }
 
 /// The part of `data`, the file of `log`, that holds its records: the

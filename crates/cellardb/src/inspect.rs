@@ -199,6 +199,10 @@ pub struct VerifyReport {
 /// - the live logs pass the checks of an open (`docs/format/wal.md`,
 ///   "Recovery"), and every record decodes.
 ///
+/// The files are read as they are: beside a live writer, one flushed or
+/// compacted away meanwhile is reported missing. Check a checkpoint of a
+/// live database instead.
+///
 /// # Errors
 /// `Error::Corruption` if the manifest does not decode; `Error::Io` if it
 /// or the directory cannot be read. Damage elsewhere is listed in the

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use cellardb::{Aggregate, Db, GcRule, RowRange, TableSchema};
+use cellardb::{Aggregate, Db, FamilySchema, GcRule, RowRange, TableSchema};
 use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2 as pb;
 use pb::gc_rule::Rule;
 use tonic::{Request, Response, Status};
@@ -200,19 +200,12 @@ impl BigtableTableAdmin for AdminService {
             .flat_map(|t| t.column_families.iter())
             .map(|(name, f)| Ok((name.clone(), family_spec(f)?)))
             .collect::<Result<_, Status>>()?;
-        let (plain, aggregates): (Vec<_>, Vec<_>) = families.into_iter().partition(|(_, f)| f.aggregate.is_none());
+        let families: Vec<FamilySchema> = families
+            .into_iter()
+            .map(|(name, f)| FamilySchema { name, gc_rule: f.gc_rule, aggregate: f.aggregate })
+            .collect();
         let (db, id) = (self.db.clone(), req.table_id.clone());
-        // The table with its plain families, then each aggregate family:
-        // only an I/O error between them can leave the table without some.
-        blocking(move || {
-            db.create_table(&id, plain.into_iter().map(|(name, f)| (name, f.gc_rule))).map_err(|e| status_of(&e))?;
-            for (name, f) in aggregates {
-                let aggregate = f.aggregate.expect("partitioned on it");
-                db.create_aggregate_family(&id, &name, aggregate, f.gc_rule).map_err(|e| status_of(&e))?;
-            }
-            Ok(())
-        })
-        .await?;
+        blocking(move || db.create_table_with_families(&id, families).map(drop).map_err(|e| status_of(&e))).await?;
         Ok(Response::new(self.table_message(&req.parent, &req.table_id, pb::table::View::SchemaView)?))
     }
 

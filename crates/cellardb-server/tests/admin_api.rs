@@ -298,5 +298,14 @@ async fn aggregate_families_are_created_listed_and_merge_their_inputs() {
     let families = h.admin.get_table(get).await.unwrap().into_inner().column_families;
     assert_eq!(families.len(), 3);
     assert_eq!(aggregator_of(&families["total"]), Some(Aggregator::Sum(Sum {})));
+
+    // A table whose aggregate family cannot be created is not created at
+    // all, its plain families with it.
+    let bad = admin::ColumnFamily { gc_rule: None, value_type: Some(aggregate_type(Aggregator::Sum(Sum {}))) };
+    let mut request = create("half", &[("plain", versions(1))]);
+    request.table.as_mut().unwrap().column_families.insert("no:colons".into(), bad);
+    assert_eq!(h.admin.create_table(request).await.unwrap_err().code(), Code::InvalidArgument);
+    let get = admin::GetTableRequest { name: format!("{INSTANCE}/tables/half"), ..Default::default() };
+    assert_eq!(h.admin.get_table(get).await.unwrap_err().code(), Code::NotFound);
     h.stop().await;
 }

@@ -10,7 +10,7 @@ use super::{Core, Db, Table};
 use crate::manifest::{self, ManifestState, SstMeta};
 use crate::model::row_set::KeySpan;
 use crate::model::schema::{validate_family_name, validate_table_name};
-use crate::model::{Aggregate, FamilyMeta, GcRule, RangeDrop, RowRange, TableMeta, TableSchema};
+use crate::model::{Aggregate, FamilyMeta, FamilySchema, GcRule, RangeDrop, RowRange, TableMeta, TableSchema};
 use crate::{Error, Result};
 
 impl Db {
@@ -24,13 +24,28 @@ impl Db {
         name: &str,
         families: impl IntoIterator<Item = (F, GcRule)>,
     ) -> Result<Table> {
+        let families =
+            families.into_iter().map(|(f, gc_rule)| FamilySchema { name: f.into(), gc_rule, aggregate: None });
+        self.create_table_with_families(name, families)
+    }
+
+    /// Creates table `name` with `families`, plain and aggregate ones alike,
+    /// in one step: the table exists with all of them or not at all.
+    ///
+    /// # Errors
+    /// As [`Db::create_table`]'s.
+    pub fn create_table_with_families(
+        &self,
+        name: &str,
+        families: impl IntoIterator<Item = FamilySchema>,
+    ) -> Result<Table> {
         validate_table_name(name)?;
-        let families: Vec<(String, GcRule)> = families.into_iter().map(|(f, r)| (f.into(), r)).collect();
-        for (i, (f, rule)) in families.iter().enumerate() {
-            validate_family_name(f)?;
-            rule.validate()?;
-            if families[..i].iter().any(|(g, _)| g == f) {
-                return Err(Error::InvalidArgument(format!("column family {f:?} is listed twice")));
+        let families: Vec<FamilySchema> = families.into_iter().collect();
+        for (i, f) in families.iter().enumerate() {
+            validate_family_name(&f.name)?;
+            f.gc_rule.validate()?;
+            if families[..i].iter().any(|g| g.name == f.name) {
+                return Err(Error::InvalidArgument(format!("column family {:?} is listed twice", f.name)));
             }
         }
         self.core().update_schema(|m| {
@@ -40,8 +55,8 @@ impl Db {
             let id = m.next_table;
             m.next_table += 1;
             m.tables.push(TableMeta { id, name: name.to_owned(), families: Vec::new() });
-            for (f, rule) in &families {
-                add_family(m, id, f, rule.clone(), None)?;
+            for f in &families {
+                add_family(m, id, &f.name, f.gc_rule.clone(), f.aggregate)?;
             }
             Ok(())
         })?;

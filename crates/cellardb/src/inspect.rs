@@ -214,30 +214,28 @@ pub fn verify_database(dir: &Path, level1_is_one_run: bool) -> Result<VerifyRepo
     let state = manifest::decode(&manifest_path, &data)?;
     let names = fs.list(dir).map_err(|e| Error::io(dir, e))?;
     let mut report = VerifyReport::default();
-    note_unlisted_files(&names, &state, &mut report);
+    // What an open would do with each file: the live logs to replay, and
+    // the leftovers it would delete.
+    let mut leftovers = crate::RecoveryReport::default();
+    let live_logs = crate::db::open::sort_files(&names, &state, &mut leftovers);
+    for name in &leftovers.removed_files {
+        report.notes.push(format!("{name}: a leftover the next open deletes (an unlisted SSTable, an obsolete log)"));
+    }
+    let ours = |n: &str| {
+        leftovers.removed_files.iter().any(|r| r == n)
+            || state.ssts.iter().any(|m| sst::file_name(m.file) == n)
+            || live_logs.iter().any(|&l| wal::file_name(l) == n)
+            || matches!(n, "MANIFEST" | "LOCK")
+    };
+    for name in names.iter().filter(|n| !ours(n)) {
+        report.notes.push(format!("{name}: not a file of cellardb's"));
+    }
     for meta in &state.ssts {
         verify_sst(dir, meta, &mut report);
     }
     verify_runs(dir, &state, if level1_is_one_run { 1 } else { 2 }, &mut report);
-    verify_logs(dir, &state, &names, &mut report);
+    verify_logs(dir, &state, &live_logs, &mut report);
     Ok(report)
-}
-
-fn note_unlisted_files(names: &[String], state: &ManifestState, report: &mut VerifyReport) {
-    for name in names {
-        let number = |suffix: &str| name.strip_suffix(suffix).and_then(|n| n.parse::<u64>().ok());
-        if let Some(n) = number(".sst") {
-            if !state.ssts.iter().any(|s| s.file == n) {
-                report.notes.push(format!("{name}: an SSTable the manifest does not list (the next open deletes it)"));
-            }
-        } else if let Some(n) = number(".log") {
-            if n < state.log_number {
-                report.notes.push(format!("{name}: an obsolete log (the next open deletes it)"));
-            }
-        } else if !matches!(name.as_str(), "MANIFEST" | "LOCK" | "MANIFEST.tmp") {
-            report.notes.push(format!("{name}: not a file of cellardb's"));
-        }
-    }
 }
 
 fn verify_sst(dir: &Path, meta: &SstMeta, report: &mut VerifyReport) {
@@ -302,15 +300,9 @@ fn verify_runs(dir: &Path, state: &ManifestState, first_level: u8, report: &mut 
     }
 }
 
-fn verify_logs(dir: &Path, state: &ManifestState, names: &[String], report: &mut VerifyReport) {
+fn verify_logs(dir: &Path, state: &ManifestState, live: &[u64], report: &mut VerifyReport) {
     let fs = crate::fs::OsFs;
-    let mut live: Vec<u64> = names
-        .iter()
-        .filter_map(|n| n.strip_suffix(".log").and_then(|n| n.parse().ok()))
-        .filter(|&n| n >= state.log_number)
-        .collect();
-    live.sort_unstable();
-    report.faults.extend(crate::db::open::missing_log(dir, state, &live));
+    report.faults.extend(crate::db::open::missing_log(dir, state, live));
     for (i, &number) in live.iter().enumerate() {
         let path = dir.join(wal::file_name(number));
         let data = match fs.read(&path) {

@@ -234,9 +234,14 @@ impl Core {
         }
         let (number, size) = (cs.mem.wal_number(), wal.len());
         drop(wal);
-        let mut st = self.state.lock();
+        self.change_manifest(&mut self.state.lock(), |next| next.close_log(number, size))
+    }
+
+    /// Writes the manifest as `change` leaves a copy of `st`'s, and makes
+    /// that copy the state's once it is durable.
+    pub(super) fn change_manifest(&self, st: &mut EngineState, change: impl FnOnce(&mut ManifestState)) -> Result<()> {
         let mut next = st.manifest.clone();
-        next.close_log(number, size);
+        change(&mut next);
         manifest::write(&*self.fs, &self.dir, &next)?;
         st.manifest = next;
         Ok(())

@@ -372,7 +372,7 @@ fn open_tables(
 
 /// Sorts the directory's files: returns the logs to replay in order, and
 /// lists in the report the files to remove.
-fn sort_files(names: &[String], state: &ManifestState, report: &mut RecoveryReport) -> Vec<u64> {
+pub(crate) fn sort_files(names: &[String], state: &ManifestState, report: &mut RecoveryReport) -> Vec<u64> {
     let mut logs = Vec::new();
     for name in names {
         if let Some(n) = parse_number(name, ".log") {
@@ -400,14 +400,13 @@ impl Core {
         let schema = self.current().schema.clone();
         let outputs = if replayed.is_empty() { Vec::new() } else { self.write_tables(replayed, &schema)? };
         let mut st = self.state.lock();
-        let mut next = st.manifest.clone();
-        next.ssts.extend(outputs.iter().map(|h| h.meta.clone()));
-        next.log_number = log_number;
-        // Every log replayed is flushed now: the new one is the only live log.
-        next.logs = vec![LogMeta::open(log_number)];
-        next.last_seq = last_seq;
-        manifest::write(&*self.fs, &self.dir, &next)?;
-        st.manifest = next;
+        self.change_manifest(&mut st, |next| {
+            next.ssts.extend(outputs.iter().map(|h| h.meta.clone()));
+            next.log_number = log_number;
+            // Every log replayed is flushed now: the new one is the only live log.
+            next.logs = vec![LogMeta::open(log_number)];
+            next.last_seq = last_seq;
+        })?;
         for h in outputs {
             st.handles.insert(h.meta.file, h);
         }

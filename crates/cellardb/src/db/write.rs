@@ -18,7 +18,7 @@ use parking_lot::Mutex;
 
 use super::version::Schema;
 use super::{CommitState, Core};
-use crate::manifest::{self, LogMeta};
+use crate::manifest::LogMeta;
 use crate::memtable::Memtable;
 use crate::model::batch::resolve;
 use crate::model::cell::now_micros;
@@ -236,11 +236,11 @@ impl Core {
         // it when the writer drops; a crash before that leaves zeros after
         // it, which recovery accepts). Its write syncs the directory, so
         // the new log's name is durable too.
-        let mut next = st.manifest.clone();
-        next.close_log(cs.mem.wal_number(), old.len());
-        next.logs.push(LogMeta::open(number));
-        manifest::write(&*self.fs, &self.dir, &next)?;
-        st.manifest = next;
+        let (closed, closed_size) = (cs.mem.wal_number(), old.len());
+        self.change_manifest(&mut st, |next| {
+            next.close_log(closed, closed_size);
+            next.logs.push(LogMeta::open(number));
+        })?;
         cs.wal = Some(wal);
         let frozen = std::mem::replace(&mut cs.mem, Arc::new(Memtable::new(number)));
         st.imm.push(frozen);

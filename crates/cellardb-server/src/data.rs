@@ -206,16 +206,26 @@ impl Bigtable for DataService {
         check_mutation_count(req.entries.iter().map(|e| e.mutations.len()).sum())?;
         // An entry whose mutations do not convert fails alone, as one that
         // the engine refuses does.
-        let converted: Vec<(Bytes, Result<Vec<cellardb::Mutation>, Status>)> =
-            req.entries.into_iter().map(|e| (e.row_key, convert::mutations(&e.mutations))).collect();
+        // The valid entries move to the engine; each refused one keeps its
+        // status, in its place.
+        let mut valid = Vec::with_capacity(req.entries.len());
+        let mut refused: Vec<Option<Status>> = Vec::with_capacity(req.entries.len());
+        for entry in req.entries {
+            match convert::mutations(&entry.mutations) {
+                Ok(mutations) => {
+                    valid.push((entry.row_key, mutations));
+                    refused.push(None);
+                }
+                Err(status) => refused.push(Some(status)),
+            }
+        }
         let statuses = blocking(move || {
-            let valid = converted.iter().filter_map(|(key, m)| m.as_ref().ok().map(|m| (key, m.clone())));
             let mut written = table.mutate_rows(valid).into_iter();
-            Ok(converted
-                .iter()
-                .map(|(_, m)| match m {
-                    Ok(_) => written.next().unwrap_or(Err(cellardb::Error::Closed)).map_err(|e| status_of(&e)),
-                    Err(status) => Err(status.clone()),
+            Ok(refused
+                .into_iter()
+                .map(|refusal| match refusal {
+                    None => written.next().unwrap_or(Err(cellardb::Error::Closed)).map_err(|e| status_of(&e)),
+                    Some(status) => Err(status),
                 })
                 .collect::<Vec<_>>())
         })

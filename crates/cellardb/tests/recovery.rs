@@ -462,3 +462,52 @@ fn a_closed_log_cut_short_or_with_bytes_after_its_end_is_corruption() {
     let (_db, t) = open_with_table(dir.path(), Options::default());
     assert_eq!(scan_all(&t), vec![flat("r1", "cf1", "q", 1000, "v")]);
 }
+
+#[test]
+fn a_log_the_manifest_never_listed_is_removed_not_replayed() {
+    // A memtable switch whose new log's header write failed leaves a log
+    // with half a header that the manifest never listed: it holds no
+    // acknowledged write, and must not stop the next open.
+    use cellardb::fs::{Fault, Fs, FsOp};
+    let fs = MemFs::new();
+    let path = std::path::Path::new("/db");
+    let (db, t) = open_with_table(path, mem_options(&fs).durability(Durability::Sync));
+    put(&t, "a", "kept");
+    let writes = fs.operation_counts()[&FsOp::Write];
+    fs.fail_operation(FsOp::Write, writes, Fault::ShortWrite); // the next log's header
+    assert!(db.flush().is_err(), "the switch to a new log fails");
+    let half_header = fs_logs(&fs, path).last().cloned().unwrap();
+    assert!(!listed_logs(&fs, path).iter().any(|l| path.join(format!("{:06}.log", l.number)) == half_header));
+    drop(t);
+    drop(db);
+    fs.sync_dir(path).unwrap(); // as any later sync of the directory would
+    for fs in [fs.clone(), fs.crash_copy()] {
+        let (db, t) = open_with_table(path, mem_options(&fs));
+        assert_eq!(scan_all(&t), vec![flat("a", "cf1", "q", 1000, "kept")]);
+        let name = half_header.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(db.stats().unwrap().recovery.removed_files.contains(&name), "the report names the removed log");
+        assert!(!fs_logs(&fs, path).contains(&half_header));
+    }
+}
+
+#[test]
+fn under_buffered_power_loss_keeps_a_prefix_across_range_drops_and_schema_changes() {
+    // A range drop or schema change is durable in the manifest at once: the
+    // writes acknowledged before it must be too, or power loss keeps the
+    // change and loses what came first.
+    let fs = MemFs::new();
+    let path = std::path::Path::new("/db");
+    let (db, t) = open_with_table(path, mem_options(&fs).durability(Durability::Buffered));
+    put(&t, "a", "before the drop");
+    t.drop_row_range(cellardb::RowRange::prefix("z")).unwrap();
+    let after_drop = fs.crash_copy();
+    put(&t, "b", "before the schema change");
+    db.set_gc_rule("t", "cf2", GcRule::max_versions(1)).unwrap();
+    let after_schema_change = fs.crash_copy();
+    drop(t);
+    drop(db);
+    let (_db, t) = open_with_table(path, mem_options(&after_drop));
+    assert_eq!(scan_all(&t), vec![flat("a", "cf1", "q", 1000, "before the drop")]);
+    let (_db, t) = open_with_table(path, mem_options(&after_schema_change));
+    assert_eq!(scan_all(&t).len(), 2, "the write before the schema change survives it");
+}

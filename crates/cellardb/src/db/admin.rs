@@ -201,7 +201,8 @@ impl Core {
     /// (deleted once no read holds them).
     fn update_schema<T>(&self, change: impl FnOnce(&mut ManifestState) -> Result<T>) -> Result<T> {
         self.check_writable()?;
-        let cs = self.commit.lock();
+        let mut cs = self.commit.lock();
+        self.sync_log_before_manifest(&mut cs)?;
         let mut st = self.state.lock();
         let mut next = st.manifest.clone();
         let out = change(&mut next)?;
@@ -253,9 +254,7 @@ impl Core {
             return Ok(());
         }
         let mut cs = self.commit.lock();
-        if let Some(first) = &cs.poisoned {
-            return Err(Error::poisoned(first));
-        }
+        self.sync_log_before_manifest(&mut cs)?;
         let mut st = self.state.lock();
         let t = st.manifest.tables.iter().find(|t| t.id == table).ok_or_else(|| Error::table_not_found(table_name))?;
         let stores: Vec<u32> = t.families.iter().map(|f| f.store).collect();

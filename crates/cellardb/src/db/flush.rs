@@ -140,7 +140,14 @@ impl Core {
 
     /// Deletes the log files numbered below `number` (flushed, obsolete).
     pub(super) fn remove_logs_below(&self, number: u64) {
-        let Ok(names) = self.fs.list(&self.dir) else { return };
+        let names = match self.fs.list(&self.dir) {
+            Ok(names) => names,
+            Err(e) => {
+                // Harmless: the next open removes logs the manifest does not list.
+                log::warn!("cellardb: could not list {} for obsolete logs: {e}", self.dir.display());
+                return;
+            }
+        };
         for name in names {
             let obsolete = parse_number(&name, ".log").is_some_and(|n| n < number);
             if obsolete && let Err(e) = self.fs.remove(&self.dir.join(&name)) {

@@ -225,7 +225,7 @@ fn gather_read_only(dir: &Path, opts: &Options) -> Result<Option<(Parts, Arc<Mem
     let state = manifest::decode(&manifest_path, &before)?;
     let names = fs.list(dir).map_err(|e| Error::io(dir, e))?;
     let mut logs: Vec<u64> =
-        names.iter().filter_map(|n| parse_number(n, ".log")).filter(|&n| n >= state.log_number).collect();
+        names.iter().filter_map(|n| parse_number(n, ".log")).filter(|&n| is_live_log(&state, n)).collect();
     logs.sort_unstable();
     let cache = Arc::new(SstBlockCache::new(opts.block_cache_size));
     let handles = open_tables(dir, fs, &state, &cache)?;
@@ -370,13 +370,22 @@ fn open_tables(
     Ok(handles)
 }
 
+/// Whether log `number` may hold unflushed writes: numbered at or above the
+/// manifest's log number and, where the manifest lists the live logs,
+/// listed. A log is listed before anything is written to it, so one the
+/// list does not name (its creation failed, or the process died before the
+/// manifest listed it) holds no acknowledged write, whatever its bytes.
+fn is_live_log(state: &ManifestState, number: u64) -> bool {
+    number >= state.log_number && (!state.logs_tracked || state.logs.iter().any(|l| l.number == number))
+}
+
 /// Sorts the directory's files: returns the logs to replay in order, and
 /// lists in the report the files to remove.
 pub(crate) fn sort_files(names: &[String], state: &ManifestState, report: &mut RecoveryReport) -> Vec<u64> {
     let mut logs = Vec::new();
     for name in names {
         if let Some(n) = parse_number(name, ".log") {
-            if n >= state.log_number {
+            if is_live_log(state, n) {
                 logs.push(n);
             } else {
                 report.removed_files.push(name.clone());

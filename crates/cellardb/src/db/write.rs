@@ -201,6 +201,27 @@ impl Core {
         Ok(())
     }
 
+    /// Makes every acknowledged write durable before a manifest change that
+    /// later writes are ordered after (a range drop, a schema change): under
+    /// `Buffered` the log is synced first, so power loss cannot keep the
+    /// change yet lose writes acknowledged before it, and what survives is a
+    /// prefix of what was acknowledged. Refused once the database is
+    /// poisoned; a failed sync poisons it.
+    pub(crate) fn sync_log_before_manifest(&self, cs: &mut CommitState) -> Result<()> {
+        if let Some(first) = &cs.poisoned {
+            return Err(Error::poisoned(first));
+        }
+        let Some(wal) = cs.wal.as_mut() else { return Ok(()) };
+        if self.opts.durability == Durability::Sync {
+            return Ok(()); // every acknowledged record is synced already
+        }
+        let synced = wal.sync();
+        if let Err(e) = &synced {
+            cs.poisoned = Some(e.clone());
+        }
+        synced
+    }
+
     /// Freezes the memtable and starts a new one with a new log, waiting
     /// first while too many frozen memtables wait for flush (the stall that
     /// keeps memory bounded). Holds the commit lock throughout, so writers

@@ -4,8 +4,9 @@
 //! appended through a shared mapping of a preallocated file. [`MemFs`] keeps files
 //! in memory and models what survives a power loss — only bytes that were
 //! `sync_data`'d, under names whose directory was synced — so crash tests can
-//! cut power at any point and check what the engine promised. It can also be
-//! told to fail writes, to test what the engine does after an I/O error.
+//! cut power at any point and check what the engine promised. It also counts
+//! its operations and fails the one it is told to (an I/O error, a full
+//! disk, a short write), to test what the engine does after each.
 //!
 //! The seam is public on purpose: a program passes a file system to
 //! [`crate::Options::file_system`] — [`MemFs`] in its own tests, or one of
@@ -21,7 +22,7 @@ use std::path::Path;
 
 use bytes::Bytes;
 
-pub use mem::MemFs;
+pub use mem::{Fault, FsOp, MemFs};
 pub use os::OsFs;
 
 /// A file open for appending.

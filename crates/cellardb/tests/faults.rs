@@ -20,6 +20,9 @@
 //! `CELLARDB_FAULT_SWEEP=full` fails every operation; by default (the form
 //! `cargo test` runs) every seventh of each kind, starting at a different
 //! one for each fault. `CELLARDB_FAULT_ONLY=KIND:N` runs one operation.
+//!
+//! A second sweep fails each operation of recovery itself: the open of a
+//! directory power loss left mid-workload, with logs to replay.
 
 #![allow(
     clippy::cast_possible_truncation,
@@ -392,23 +395,13 @@ fn sweep(durability: Durability) {
     let run = run(&counting, &reference, durability);
     assert_eq!(run.failed_at, STEPS, "the workload runs with no fault");
     let counts = counting.operation_counts();
-    let full = std::env::var("CELLARDB_FAULT_SWEEP").is_ok_and(|v| v == "full");
-    let only: Option<(String, u64)> = std::env::var("CELLARDB_FAULT_ONLY").ok().map(|v| {
-        let (kind, n) = v.split_once(':').expect("CELLARDB_FAULT_ONLY=KIND:N");
-        (kind.to_owned(), n.parse().expect("N"))
-    });
     let mut tally = Tally::new();
     let mut runs = 0;
     for op in FsOp::ALL {
-        let count = counts.get(&op).copied().unwrap_or(0);
         for (i, &fault) in op.faults().iter().enumerate() {
-            for n in 0..count {
-                let sampled = full || n % 7 == i as u64 % 7;
-                let chosen = only.as_ref().map_or(sampled, |(kind, m)| *kind == format!("{op:?}") && *m == n);
-                if chosen {
-                    sweep_one(&reference, durability, (op, n, fault), &mut tally);
-                    runs += 1;
-                }
+            for n in (0..counts.get(&op).copied().unwrap_or(0)).filter(|&n| chosen(op, i, n)) {
+                sweep_one(&reference, durability, (op, n, fault), &mut tally);
+                runs += 1;
             }
         }
     }
@@ -427,6 +420,82 @@ fn every_failed_file_operation_leaves_the_acknowledged_state_under_sync() {
 #[test]
 fn every_failed_file_operation_leaves_a_durable_prefix_under_buffered() {
     sweep(Durability::Buffered);
+}
+
+/// Whether the sweep fails operation `n` of the `i`th fault of its kind:
+/// every one with `CELLARDB_FAULT_SWEEP=full`, else every seventh.
+fn chosen(op: FsOp, i: usize, n: u64) -> bool {
+    let full = std::env::var("CELLARDB_FAULT_SWEEP").is_ok_and(|v| v == "full");
+    match std::env::var("CELLARDB_FAULT_ONLY") {
+        Ok(only) => only == format!("{op:?}:{n}"),
+        Err(_) => full || n % 7 == i as u64 % 7,
+    }
+}
+
+/// Opens `fs` and reads table `t`, closing it after.
+fn open_and_dump(fs: &MemFs) -> Result<Dump, Error> {
+    let db = options(fs, Durability::Sync).open(DIR)?;
+    let found = match table(&db, "t") {
+        Some(t) => dump(&t),
+        None => Ok(Vec::new()),
+    };
+    let closed = db.close();
+    let found = found?;
+    closed.map(|()| found)
+}
+
+#[test]
+fn every_failed_file_operation_during_recovery_leaves_the_acknowledged_state() {
+    // A directory as power loss left it after `CUT` acknowledged steps:
+    // logs to replay, perhaps a flush's or a compaction's orphaned file.
+    const CUT: u64 = 120;
+    let reference = Reference::new();
+    let expected = &reference.after[CUT as usize];
+    let fs = MemFs::new();
+    let db = options(&fs, Durability::Sync).open(DIR).expect("open");
+    for n in 0..CUT {
+        apply(&db, n).expect("step");
+    }
+    let base = fs.crash_copy();
+    drop(db);
+    let counting = base.crash_copy();
+    assert_eq!(&open_and_dump(&counting).expect("recovery with no fault"), expected);
+    let counts = counting.operation_counts();
+    let mut tally = Tally::new();
+    let mut runs = 0;
+    for op in FsOp::ALL {
+        for (i, &fault) in op.faults().iter().enumerate() {
+            for n in (0..counts.get(&op).copied().unwrap_or(0)).filter(|&n| chosen(op, i, n)) {
+                let fs = base.crash_copy();
+                fs.fail_operation(op, n, fault);
+                let name = format!("recovery, {op:?} #{n} {fault:?}");
+                let outcome = match open_and_dump(&fs) {
+                    Ok(found) => {
+                        assert_eq!(&found, expected, "{name}: the open succeeded with the wrong data");
+                        if may_be_absorbed(op) || fs.fault_struck().is_none() { "absorbed" } else { "opened" }
+                    }
+                    Err(_) => "open, read or close failed",
+                };
+                assert!(outcome != "opened", "{name}: the fault reached no caller");
+                fs.fail_operation(op, u64::MAX, fault);
+                for (what, copy) in [("as the process left it", fs.clone()), ("after power loss", fs.crash_copy())] {
+                    let found = open_and_dump(&copy).unwrap_or_else(|e| panic!("{name}: reopening {what}: {e}"));
+                    assert_eq!(&found, expected, "{name}: reopened {what}");
+                }
+                let torn = fs.torn_crash_copy(n);
+                let found =
+                    open_and_dump(&torn).unwrap_or_else(|e| panic!("{name}: reopening after torn power loss: {e}"));
+                assert_eq!(&found, expected, "{name}: reopened after torn power loss");
+                *tally.entry((op, outcome)).or_default() += 1;
+                runs += 1;
+            }
+        }
+    }
+    println!("recovery fault sweep: operations {counts:?}, {runs} faulted runs");
+    for ((op, what), count) in &tally {
+        println!("  {op:?}: {what}: {count}");
+    }
+    assert!(runs > 0, "the sweep ran no faulted run");
 }
 
 #[test]

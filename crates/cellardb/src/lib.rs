@@ -48,6 +48,8 @@ mod compaction;
 mod db;
 mod error;
 pub mod fs;
+#[cfg(test)]
+mod fuzz;
 pub mod inspect;
 mod iter;
 mod key;

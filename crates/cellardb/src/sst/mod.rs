@@ -16,7 +16,7 @@ mod block;
 mod block_builder;
 mod bloom;
 pub mod format;
-mod index;
+pub(crate) mod index;
 mod iter;
 mod props;
 mod reader;

@@ -114,6 +114,12 @@ pub(crate) struct EngineState {
     compaction_requested: bool,
 }
 
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("path", &self.core().dir).field("read_only", &self.core().read_only).finish()
+    }
+}
+
 impl Db {
     /// Opens (creating if missing) the database in `path` with default options.
     ///

@@ -197,12 +197,51 @@ impl Filter {
 
     /// Checks the filter as a read does before it starts, as Bigtable
     /// does: patterns compile, limits are positive, a sample's probability
-    /// lies strictly between 0 and 1, and a chain labels a cell at most
-    /// once. A caller may check a filter this way before it reads.
+    /// lies strictly between 0 and 1, a chain labels a cell at most once,
+    /// and filters nest at most [`Filter::MAX_DEPTH`] deep. A caller may
+    /// check a filter this way before it reads.
     ///
     /// # Errors
     /// `Error::InvalidArgument` naming the rule broken.
     pub fn validate(&self) -> Result<()> {
+        let depth = self.depth();
+        if depth > Filter::MAX_DEPTH {
+            return Err(Error::InvalidArgument(format!(
+                "the filter nests {depth} deep: at most {} is allowed",
+                Filter::MAX_DEPTH
+            )));
+        }
+        self.validate_rules()
+    }
+
+    /// How deep filters may nest in chains, interleaves and conditions: as
+    /// deep as Bigtable's protobuf decoders take a filter (their recursion
+    /// limit is 100), and shallow enough that reading through one cannot
+    /// exhaust a thread's stack.
+    pub const MAX_DEPTH: usize = 100;
+
+    /// How deep the filter nests, counted without recursion (a filter
+    /// nested too deep for recursion is what this guards against).
+    fn depth(&self) -> usize {
+        let mut deepest = 0;
+        let mut stack = vec![(self, 1)];
+        while let Some((filter, depth)) = stack.pop() {
+            deepest = deepest.max(depth);
+            match filter {
+                Filter::Chain(fs) | Filter::Interleave(fs) => stack.extend(fs.iter().map(|f| (f, depth + 1))),
+                Filter::Condition { predicate, true_filter, false_filter } => {
+                    let inner =
+                        std::iter::once(&**predicate).chain(true_filter.as_deref()).chain(false_filter.as_deref());
+                    stack.extend(inner.map(|f| (f, depth + 1)));
+                }
+                _ => {}
+            }
+        }
+        deepest
+    }
+
+    /// `validate`'s rules, once the depth is known to be bounded.
+    fn validate_rules(&self) -> Result<()> {
         let bad = |what: String| Err(Error::InvalidArgument(what));
         match self {
             Filter::FamilyNameRegex(p)
@@ -228,12 +267,12 @@ impl Filter {
                                 per cell): more than one of its filters applies a label"
                         .into());
                 }
-                fs.iter().try_for_each(Filter::validate)
+                fs.iter().try_for_each(Filter::validate_rules)
             }
-            Filter::Interleave(fs) => fs.iter().try_for_each(Filter::validate),
+            Filter::Interleave(fs) => fs.iter().try_for_each(Filter::validate_rules),
             Filter::Condition { predicate, true_filter, false_filter } => {
-                predicate.validate()?;
-                true_filter.iter().chain(false_filter).try_for_each(|f| f.validate())
+                predicate.validate_rules()?;
+                true_filter.iter().chain(false_filter).try_for_each(|f| f.validate_rules())
             }
             _ => Ok(()),
         }

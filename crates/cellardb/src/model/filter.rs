@@ -718,4 +718,19 @@ mod tests {
         assert!(Filter::family_name_regex("(").validate().is_err());
         assert!(Filter::chain([Filter::cells_per_column_limit(0)]).validate().is_err());
     }
+
+    #[test]
+    fn a_filter_nested_past_the_limit_is_refused_not_a_stack_overflow() {
+        // Found by the bad-input tests: a chain nested 100 000 deep
+        // overflowed the stack in `validate`.
+        let nest = |depth: usize, inner: fn(Filter) -> Filter| (1..depth).fold(Filter::pass_all(), |f, _| inner(f));
+        let chain: fn(Filter) -> Filter = |f| Filter::chain([f]);
+        let condition: fn(Filter) -> Filter = |f| Filter::condition(Filter::pass_all(), None, Some(f));
+        for inner in [chain, condition] {
+            assert!(nest(Filter::MAX_DEPTH, inner).validate().is_ok(), "the limit itself is allowed");
+            let err = nest(Filter::MAX_DEPTH + 1, inner).validate().unwrap_err();
+            assert!(err.to_string().contains("at most 100"), "{err}");
+        }
+        assert!(nest(1000, chain).validate().is_err());
+    }
 }

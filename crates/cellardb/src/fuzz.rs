@@ -294,9 +294,9 @@ impl Fault for crate::coding::DecodeError {
 fn outcome<T, E: Fault>(result: Result<T, E>) -> String {
     match result {
         Ok(_) => "ok".into(),
-        // The message's text up to its first digit: the kind of fault,
-        // not where it was.
-        Err(e) => e.text().split(|c: char| c.is_ascii_digit()).next().unwrap_or_default().to_owned(),
+        // The message's text up to its first digit or quote: the kind of
+        // fault, not where it was or the input it quotes.
+        Err(e) => e.text().split(|c: char| c.is_ascii_digit() || c == '"').next().unwrap_or_default().to_owned(),
     }
 }
 

@@ -3,8 +3,8 @@
 //! cargo-fuzz needs a nightly toolchain; this is a mutation fuzzer of our
 //! own, run as tests. Each target is a decoder the engine runs on bytes
 //! from disk: an SSTable file and each of its block kinds, a log file and
-//! a log record's payload, a manifest file (as found, and with its record
-//! checksums made right so mutations reach the record decoder), and
+//! a log record's payload, a log and a manifest file (as found, and with
+//! their record checksums made right so mutations reach the decoders), and
 //! filters with regexes from arbitrary text. Seeds are valid files the
 //! engine writes, plus the corpus kept in `fuzz/corpus/<target>/`.
 //!
@@ -281,7 +281,10 @@ trait Fault {
 
 impl Fault for crate::Error {
     fn text(&self) -> String {
-        self.to_string()
+        match self {
+            crate::Error::Corruption { what, .. } => what.clone(),
+            other => other.to_string(),
+        }
     }
 }
 
@@ -345,6 +348,23 @@ fn decode_log(data: &[u8]) -> String {
         RowBatch::decode(payload).map_err(|e| e.in_file(Path::new("fuzz.log")))?;
         Ok(())
     }))
+}
+
+/// A log whose record checksums are made right after mutation, so that
+/// mutated lengths and payloads reach the framing and the payload decoder.
+fn decode_log_records(data: &[u8]) -> String {
+    let mut data = data.to_vec();
+    let mut pos = 12; // magic and version
+    while pos + 12 <= data.len() {
+        let len = u32::from_le_bytes(data[pos + 4..pos + 8].try_into().unwrap_or_default()) as usize;
+        let Some(end) = (pos + 12).checked_add(len).filter(|&end| end <= data.len()) else { break };
+        let payload_crc = crc32fast::hash(&data[pos + 12..end]);
+        data[pos + 8..pos + 12].copy_from_slice(&payload_crc.to_le_bytes());
+        let header_crc = crc32fast::hash(&data[pos + 4..pos + 12]);
+        data[pos..pos + 4].copy_from_slice(&header_crc.to_le_bytes());
+        pos = end;
+    }
+    decode_log(&data)
 }
 
 fn decode_payload(data: &[u8]) -> String {
@@ -509,6 +529,11 @@ fn fuzz_sst_footer() {
 #[test]
 fn fuzz_log_file() {
     run("log-file", decode_log, seeds().logs);
+}
+
+#[test]
+fn fuzz_log_records() {
+    run("log-records", decode_log_records, seeds().logs);
 }
 
 #[test]

@@ -59,9 +59,10 @@ pub enum Error {
         /// The database directory.
         path: PathBuf,
     },
-    /// A write, sync, flush or compaction failed earlier; the database
-    /// refuses writes until it is reopened, because the state of the log
-    /// after a failed write is unknown. `source` is that first failure.
+    /// A write, sync, flush, compaction or manifest write failed earlier;
+    /// the database refuses writes (mutations, schema changes, range drops)
+    /// until it is reopened, because the state of the log or of the
+    /// manifest after the failure is unknown. `source` is that first failure.
     #[error("database refuses writes until reopened, after an earlier failure: {source}")]
     Poisoned {
         /// The failure that poisoned the database.

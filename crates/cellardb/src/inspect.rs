@@ -181,7 +181,8 @@ pub struct VerifyReport {
     /// refuse, or what a read would meet.
     pub faults: Vec<Error>,
     /// What is there but harmless: files the next open deletes (an SSTable
-    /// no manifest names, an obsolete log), a torn tail the next open cuts.
+    /// no manifest names, an obsolete or never-listed log), a torn tail the
+    /// next open cuts.
     pub notes: Vec<String>,
 }
 
@@ -219,7 +220,9 @@ pub fn verify_database(dir: &Path, level1_is_one_run: bool) -> Result<VerifyRepo
     let mut leftovers = crate::RecoveryReport::default();
     let live_logs = crate::db::open::sort_files(&names, &state, &mut leftovers);
     for name in &leftovers.removed_files {
-        report.notes.push(format!("{name}: a leftover the next open deletes (an unlisted SSTable, an obsolete log)"));
+        report.notes.push(format!(
+            "{name}: a leftover the next open deletes (an unlisted SSTable, an obsolete or never-listed log)"
+        ));
     }
     let ours = |n: &str| {
         leftovers.removed_files.iter().any(|r| r == n)

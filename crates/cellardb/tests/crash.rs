@@ -24,6 +24,7 @@ use cellardb::{
     Aggregate, CompactionStrategy, Compression, Db, Durability, FamilySchema, Filter, GcRule, Mutation, Options,
     RowRange, RowSet, Table, TimeRange,
 };
+use common::mix;
 use common::model::{Model, ModelCell, ModelFilter, ModelGc, cells_of};
 
 const CHILD_DIR: &str = "CELLARDB_CRASH_CHILD";
@@ -35,14 +36,6 @@ const CHILD_OPS: u64 = 3000;
 /// 2200-01-01 in µs: cells of table `u` are never too old for its
 /// `max_age` rule, so what it collects does not depend on the clock.
 const FUTURE: i64 = 7_258_118_400_000_000;
-
-/// SplitMix64 of `seed` and `n`: operation `n` is the same in parent and child.
-fn mix(seed: u64, n: u64) -> u64 {
-    let mut z = seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 /// One step of the workload.
 #[derive(Debug)]

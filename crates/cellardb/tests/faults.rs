@@ -41,6 +41,7 @@ use cellardb::{
     Aggregate, Db, Durability, Error, FamilySchema, Filter, GcRule, Mutation, Options, ReadModifyWrite, RowRange,
     RowSet, Table, TimeRange,
 };
+use common::mix;
 use common::model::{ModelCell, cells_of};
 
 const DIR: &str = "/db";
@@ -61,14 +62,6 @@ enum Step {
     Flush,
     Compact,
     Read,
-}
-
-/// SplitMix64 of `seed` and `n`: step `n` is the same in every run.
-fn mix(seed: u64, n: u64) -> u64 {
-    let mut z = seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 fn set_cell(r: u64, n: u64) -> Mutation {
@@ -240,7 +233,9 @@ struct Run {
     /// Whether a write after the failure was acknowledged.
     probe_acked: bool,
     close_error: Option<Error>,
-    /// The directory as power loss at the failure would leave it, plain and torn.
+    /// The directory as a crash of the process at the failure would leave
+    /// it, and as power loss would, plain and torn.
+    killed: MemFs,
     crashed: MemFs,
     torn: MemFs,
 }
@@ -255,7 +250,7 @@ fn run(fs: &MemFs, reference: &Reference, durability: Durability) -> Run {
     let db = match options(fs, durability).open(DIR) {
         Ok(db) => db,
         Err(e) => {
-            let (crashed, torn) = (fs.crash_copy(), fs.torn_crash_copy(SEED));
+            let (killed, crashed, torn) = (fs.process_crash_copy(), fs.crash_copy(), fs.torn_crash_copy(SEED));
             return Run {
                 durability,
                 durable_floor: 0,
@@ -264,6 +259,7 @@ fn run(fs: &MemFs, reference: &Reference, durability: Durability) -> Run {
                 error: Some(e),
                 probe_acked: false,
                 close_error: None,
+                killed,
                 crashed,
                 torn,
             };
@@ -302,16 +298,36 @@ fn run(fs: &MemFs, reference: &Reference, durability: Durability) -> Run {
     } else {
         false
     };
-    let (crashed, torn) = (fs.crash_copy(), fs.torn_crash_copy(SEED ^ failed_at));
+    let (killed, crashed, torn) = (fs.process_crash_copy(), fs.crash_copy(), fs.torn_crash_copy(SEED ^ failed_at));
     let close_error = db.close().err();
     drop(db);
     let durable_floor = match durability {
-        Durability::Buffered => {
-            (0..failed_at).filter(|&n| matches!(step(n), Step::Flush)).map(|n| n + 1).max().unwrap_or(0)
-        }
+        // A flush makes what came before durable; so do a range drop and a
+        // schema change, which sync the log before the manifest.
+        Durability::Buffered => (0..failed_at)
+            .filter(|&n| {
+                matches!(
+                    step(n),
+                    Step::Flush | Step::DropPrefix(_) | Step::CreateTables | Step::CreateFamily | Step::SetGcRule
+                )
+            })
+            .map(|n| n + 1)
+            .max()
+            .unwrap_or(0),
         Durability::Sync => failed_at,
     };
-    Run { durability, durable_floor, failed_at, open_failed: false, error, probe_acked, close_error, crashed, torn }
+    Run {
+        durability,
+        durable_floor,
+        failed_at,
+        open_failed: false,
+        error,
+        probe_acked,
+        close_error,
+        killed,
+        crashed,
+        torn,
+    }
 }
 
 fn struck(fs: &MemFs) -> String {
@@ -343,7 +359,7 @@ fn check_reopened(fs: &MemFs, reference: &Reference, run: &Run, crashed: bool, w
     let probe_found = table(&db, "probe").is_some_and(|p| {
         p.read_row("probe", &Filter::pass_all()).unwrap_or_else(|e| panic!("{fault}: {what}: {e}")).is_some()
     });
-    if run.probe_acked && floor == run.failed_at {
+    if run.probe_acked && (!crashed || run.durability == Durability::Sync) {
         assert!(probe_found, "{fault}: {what}: a write acknowledged after the failure is lost");
     }
     db.close().unwrap_or_else(|e| panic!("{fault}: closing {what}: {e}"));
@@ -379,8 +395,14 @@ fn sweep_one(reference: &Reference, durability: Durability, (op, n, fault): (FsO
     if what == "absorbed" {
         assert!(may_be_absorbed(op), "{name}: the fault reached no caller");
     }
-    fs.fail_operation(op, u64::MAX, fault);
+    if what == "did not strike" {
+        assert!(run.error.is_none() && run.close_error.is_none(), "{name}: no fault, and yet {run:?}");
+    }
+    fs.disarm();
+    let closed_then_crashed = fs.crash_copy();
     check_reopened(&fs, reference, &run, false, "the directory as the process left it", &name);
+    check_reopened(&closed_then_crashed, reference, &run, true, "the directory after power loss once closed", &name);
+    check_reopened(&run.killed, reference, &run, false, "the directory after the process died at the failure", &name);
     check_reopened(&run.crashed, reference, &run, true, "the directory after power loss at the failure", &name);
     check_reopened(&run.torn, reference, &run, true, "the directory after a torn power loss at the failure", &name);
     *tally.entry((op, what)).or_default() += 1;
@@ -444,20 +466,53 @@ fn open_and_dump(fs: &MemFs) -> Result<Dump, Error> {
     closed.map(|()| found)
 }
 
+/// Steps run before power loss in the recovery sweeps.
+const CUT: u64 = 120;
+
+/// The directory after `CUT` steps under `durability`, and the file system
+/// that ran them (not yet closed: its database is returned too).
+fn run_to_cut(durability: Durability) -> (MemFs, Db) {
+    let fs = MemFs::new();
+    let db = options(&fs, durability).open(DIR).expect("open");
+    for n in 0..CUT {
+        apply(&db, n).expect("step");
+    }
+    (fs, db)
+}
+
 #[test]
 fn every_failed_file_operation_during_recovery_leaves_the_acknowledged_state() {
     // A directory as power loss left it after `CUT` acknowledged steps:
     // logs to replay, perhaps a flush's or a compaction's orphaned file.
-    const CUT: u64 = 120;
     let reference = Reference::new();
-    let expected = &reference.after[CUT as usize];
-    let fs = MemFs::new();
-    let db = options(&fs, Durability::Sync).open(DIR).expect("open");
-    for n in 0..CUT {
-        apply(&db, n).expect("step");
-    }
+    let (fs, db) = run_to_cut(Durability::Sync);
     let base = fs.crash_copy();
     drop(db);
+    sweep_recovery("power loss under Sync", &base, &reference.after[CUT as usize]);
+}
+
+#[test]
+fn every_failed_file_operation_during_recovery_of_a_torn_log_leaves_one_state() {
+    // Under `Buffered`, a torn power loss leaves the log with a damaged
+    // tail for recovery to cut (and the cut to make durable): a state the
+    // first open decides, which every later open must keep.
+    let reference = Reference::new();
+    let (fs, db) = run_to_cut(Durability::Buffered);
+    let torn_tail = |copy: &MemFs| {
+        let db = options(copy, Durability::Buffered).open(DIR).expect("open");
+        !db.stats().expect("stats").recovery.torn_tails.is_empty()
+    };
+    let base = (0..64).map(|seed| fs.torn_crash_copy(seed)).find(|b| torn_tail(&b.crash_copy())).expect("a torn tail");
+    drop(db);
+    let expected = open_and_dump(&base.crash_copy()).expect("recovery with no fault");
+    assert!(reference.possible(0, CUT).contains(&&expected), "recovery keeps a prefix of what was acknowledged");
+    sweep_recovery("torn power loss under Buffered", &base, &expected);
+}
+
+/// Fails each operation of opening `base` in turn: the open fails or gives
+/// `expected`, and so does every open after it, as the process left the
+/// directory and after power loss.
+fn sweep_recovery(label: &str, base: &MemFs, expected: &Dump) {
     let counting = base.crash_copy();
     assert_eq!(&open_and_dump(&counting).expect("recovery with no fault"), expected);
     let counts = counting.operation_counts();
@@ -468,7 +523,7 @@ fn every_failed_file_operation_during_recovery_leaves_the_acknowledged_state() {
             for n in (0..counts.get(&op).copied().unwrap_or(0)).filter(|&n| chosen(op, i, n)) {
                 let fs = base.crash_copy();
                 fs.fail_operation(op, n, fault);
-                let name = format!("recovery, {op:?} #{n} {fault:?}");
+                let name = format!("recovery after {label}, {op:?} #{n} {fault:?}");
                 let outcome = match open_and_dump(&fs) {
                     Ok(found) => {
                         assert_eq!(&found, expected, "{name}: the open succeeded with the wrong data");
@@ -477,7 +532,7 @@ fn every_failed_file_operation_during_recovery_leaves_the_acknowledged_state() {
                     Err(_) => "open, read or close failed",
                 };
                 assert!(outcome != "opened", "{name}: the fault reached no caller");
-                fs.fail_operation(op, u64::MAX, fault);
+                fs.disarm();
                 for (what, copy) in [("as the process left it", fs.clone()), ("after power loss", fs.crash_copy())] {
                     let found = open_and_dump(&copy).unwrap_or_else(|e| panic!("{name}: reopening {what}: {e}"));
                     assert_eq!(&found, expected, "{name}: reopened {what}");
@@ -491,7 +546,7 @@ fn every_failed_file_operation_during_recovery_leaves_the_acknowledged_state() {
             }
         }
     }
-    println!("recovery fault sweep: operations {counts:?}, {runs} faulted runs");
+    println!("recovery fault sweep ({label}): operations {counts:?}, {runs} faulted runs");
     for ((op, what), count) in &tally {
         println!("  {op:?}: {what}: {count}");
     }

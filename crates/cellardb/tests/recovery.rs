@@ -511,3 +511,40 @@ fn under_buffered_power_loss_keeps_a_prefix_across_range_drops_and_schema_change
     let (_db, t) = open_with_table(path, mem_options(&after_schema_change));
     assert_eq!(scan_all(&t).len(), 2, "the write before the schema change survives it");
 }
+
+#[test]
+fn a_compaction_whose_manifest_is_in_doubt_deletes_no_file_either_manifest_needs() {
+    // Found by the fault sweep: when the directory sync after the
+    // manifest's rename failed, the compaction deleted its outputs, which
+    // the renamed manifest lists; a crash then left a manifest naming
+    // deleted tables. In doubt, both sets of files must stay.
+    use cellardb::fs::{Fault, FsOp};
+    let path = std::path::Path::new("/db");
+    let base = MemFs::new();
+    let (db, t) = open_with_table(path, mem_options(&base));
+    for round in 0..2 {
+        for i in 0..20 {
+            put(&t, &format!("r{round}-{i:02}"), "v");
+        }
+        db.flush().unwrap();
+    }
+    let expected = scan_all(&t);
+    drop(t);
+    db.close().unwrap();
+    // A dry run counts the directory syncs up to the compaction's last,
+    // the one after its manifest's rename.
+    let dry = base.process_crash_copy();
+    let (db, _t) = open_with_table(path, mem_options(&dry));
+    db.compact_table("t").unwrap();
+    let last_sync_dir = dry.operation_counts()[&FsOp::SyncDir] - 1;
+    drop(db);
+    let fs = base.process_crash_copy();
+    let (db, t) = open_with_table(path, mem_options(&fs));
+    fs.fail_operation(FsOp::SyncDir, last_sync_dir, Fault::Error);
+    assert!(db.compact_table("t").is_err(), "the compaction reports the failure");
+    assert!(fs.fault_struck().is_some());
+    assert!(matches!(t.mutate_row("x", [Mutation::set_cell("cf1", "q", 1000, "v")]), Err(Error::Poisoned { .. })));
+    let killed = fs.process_crash_copy(); // the renamed manifest survives
+    let (_db, t) = open_with_table(path, mem_options(&killed));
+    assert_eq!(scan_all(&t), expected, "whichever manifest survives, its files are there");
+}

@@ -73,9 +73,11 @@ fn generations(rows: &[Row], writer: usize) -> Vec<u64> {
 }
 
 /// A snapshot of a sweeping writer: generation `g` up to some row, `g - 1`
-/// after it.
-fn assert_prefix_of_a_sweep(found: &[u64], writer: usize) {
+/// after it, and no older than the sweep it had finished when the read
+/// began (`finished`).
+fn assert_prefix_of_a_sweep(found: &[u64], writer: usize, finished: u64) {
     let newest = found[0];
+    assert!(newest >= finished, "writer {writer}: a snapshot older than its last finished sweep {finished}: {found:?}");
     let cut = found.iter().position(|&g| g != newest).unwrap_or(found.len());
     assert!(
         found[cut..].iter().all(|&g| g + 1 == newest),
@@ -157,15 +159,17 @@ fn concurrent_writers_readers_and_atomic_updates_keep_every_promise() {
         }
         for reversed in [false, true] {
             let (t, stop, counts) = (t.clone(), stop.clone(), counts.clone());
+            let written = &generations_written;
             s.spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
+                    let finished: Vec<u64> = written.iter().map(|w| w.load(Ordering::Acquire)).collect();
                     let read = t.read_rows(RowSet::from(RowRange::prefix("w")), &Filter::pass_all());
                     let mut rows = if reversed { read.reversed() } else { read }.collect_rows().expect("scan");
                     if reversed {
                         rows.reverse();
                     }
-                    for writer in 0..WRITERS {
-                        assert_prefix_of_a_sweep(&generations(&rows, writer), writer);
+                    for (writer, &finished) in finished.iter().enumerate() {
+                        assert_prefix_of_a_sweep(&generations(&rows, writer), writer, finished);
                     }
                     counts.scans.fetch_add(1, Ordering::Relaxed);
                 }

@@ -7,7 +7,7 @@
 //! re-creating it starts empty.
 
 use super::{Core, Db, Table};
-use crate::manifest::{self, ManifestState, SstMeta};
+use crate::manifest::{ManifestState, SstMeta};
 use crate::model::row_set::KeySpan;
 use crate::model::schema::{validate_family_name, validate_table_name};
 use crate::model::{Aggregate, FamilyMeta, FamilySchema, GcRule, RangeDrop, RowRange, TableMeta, TableSchema};
@@ -202,11 +202,11 @@ impl Core {
     fn update_schema<T>(&self, change: impl FnOnce(&mut ManifestState) -> Result<T>) -> Result<T> {
         self.check_writable()?;
         let mut cs = self.commit.lock();
-        self.sync_log_before_manifest(&mut cs)?;
         let mut st = self.state.lock();
         let mut next = st.manifest.clone();
         let out = change(&mut next)?;
-        manifest::write(&*self.fs, &self.dir, &next)?;
+        self.sync_log_before_manifest(&mut cs)?;
+        self.write_manifest(&mut st, &next)?;
         st.manifest = next;
         let live: std::collections::HashSet<u64> = st.manifest.ssts.iter().map(|s| s.file).collect();
         st.handles.retain(|file, h| {
@@ -254,7 +254,6 @@ impl Core {
             return Ok(());
         }
         let mut cs = self.commit.lock();
-        self.sync_log_before_manifest(&mut cs)?;
         let mut st = self.state.lock();
         let t = st.manifest.tables.iter().find(|t| t.id == table).ok_or_else(|| Error::table_not_found(table_name))?;
         let stores: Vec<u32> = t.families.iter().map(|f| f.store).collect();
@@ -270,7 +269,8 @@ impl Core {
         let gone: Vec<u64> = next.ssts.iter().filter(|s| inside(s)).map(|s| s.file).collect();
         next.ssts.retain(|s| !gone.contains(&s.file));
         next.drops.extend(drops);
-        manifest::write(&*self.fs, &self.dir, &next)?;
+        self.sync_log_before_manifest(&mut cs)?;
+        self.write_manifest(&mut st, &next)?;
         cs.next_seq += 1;
         st.manifest = next;
         for f in gone {

@@ -68,7 +68,7 @@ impl Core {
         }
         // Written last, and its write syncs the directory: a copy cut short
         // by a crash has no manifest, and is no database.
-        manifest::write(&*self.fs, dest, &state)
+        Ok(manifest::write(&*self.fs, dest, &state)?)
     }
 
     /// The manifest, with every SSTable it lists linked into `dest`, and

@@ -19,7 +19,7 @@ use super::version::SstHandle;
 use super::{Core, Db, EngineState};
 use crate::compaction::job::{Job, Output};
 use crate::compaction::picker::{self, Choice, FileInfo, OutputLayout};
-use crate::manifest::{self, ManifestState, SstMeta};
+use crate::manifest::{ManifestState, SstMeta};
 use crate::model::cell::now_micros;
 use crate::model::{FamilyMeta, RangeDrop};
 use crate::sst::{self, SstOptions, SstOrigin, SstReader, SstWriter};
@@ -264,11 +264,16 @@ impl Core {
         next.ssts.retain(|s| !inputs.contains(&s.file));
         next.ssts.extend(outputs.iter().map(|h| h.meta.clone()));
         self.retire_drops(&st, &mut next);
-        if let Err(e) = manifest::write(&*self.fs, &self.dir, &next) {
-            for h in &outputs {
-                h.mark_obsolete();
+        if let Err(e) = self.write_manifest(&mut st, &next) {
+            // In doubt, the new manifest may be the one that survives: its
+            // outputs stay until the next open removes whichever set of
+            // files the manifest it finds does not list.
+            if !e.in_doubt {
+                for h in &outputs {
+                    h.mark_obsolete();
+                }
             }
-            return Err(e);
+            return Err(e.into());
         }
         st.manifest = next;
         for f in &inputs {

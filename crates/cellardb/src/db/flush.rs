@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use super::Core;
 use super::version::{Schema, SstHandle};
-use crate::manifest::{self, SstMeta};
+use crate::manifest::SstMeta;
 use crate::memtable::Memtable;
 use crate::model::cell::now_micros;
 use crate::sst::{self, SstOptions, SstOrigin, SstReader, SstWriter};
@@ -84,7 +84,7 @@ impl Core {
         next.logs.retain(|log| log.number >= next_log);
         next.last_seq = next.last_seq.max(mem.max_seq());
         self.retire_drops(&st, &mut next);
-        manifest::write(&*self.fs, &self.dir, &next)?;
+        self.write_manifest(&mut st, &next)?;
         st.manifest = next;
         for h in kept {
             self.counters.add_flushed(h.meta.size);

@@ -185,8 +185,9 @@ impl Db {
     /// from its snapshot. Dropping the last handle closes too, silently.
     ///
     /// # Errors
-    /// `Error::Io` if the final log sync fails (the lock is released all
-    /// the same).
+    /// `Error::Io` if the final log sync fails; `Error::Poisoned` if a
+    /// background flush or compaction had failed (reopening recovers from
+    /// what is on disk). The lock is released all the same.
     pub fn close(&self) -> Result<()> {
         self.handle.shutdown()
     }
@@ -213,7 +214,10 @@ impl DbHandle {
         // then may another open take the directory.
         let closed = core.close_log();
         core.lock.lock().take();
-        closed
+        closed?;
+        // A failure no call has reported yet (a compaction after the last
+        // write) is reported here, not swallowed.
+        core.background_error().map_or(Ok(()), Err)
     }
 }
 
@@ -248,9 +252,30 @@ impl Core {
     pub(super) fn change_manifest(&self, st: &mut EngineState, change: impl FnOnce(&mut ManifestState)) -> Result<()> {
         let mut next = st.manifest.clone();
         change(&mut next);
-        manifest::write(&*self.fs, &self.dir, &next)?;
+        self.write_manifest(st, &next)?;
         st.manifest = next;
         Ok(())
+    }
+
+    /// Writes `next` as the manifest of the database. A failure after the
+    /// rename leaves unknown which manifest a crash would keep: the
+    /// database is poisoned then, as after a failed flush, so that no file
+    /// either manifest lists is deleted and no write is taken until it
+    /// reopens and finds out.
+    pub(super) fn write_manifest(
+        &self,
+        st: &mut EngineState,
+        next: &ManifestState,
+    ) -> std::result::Result<(), manifest::WriteError> {
+        let written = manifest::write(&*self.fs, &self.dir, next);
+        if let Err(e) = &written
+            && e.in_doubt
+        {
+            st.bg_error.get_or_insert_with(|| e.error.clone());
+            self.bg_failed.store(true, Ordering::Release);
+            self.state_cv.notify_all();
+        }
+        written
     }
 
     /// The published view reads start from.

@@ -4,7 +4,9 @@
 //! 1. take the `LOCK` file, or fail with `Error::Locked`;
 //! 2. read the manifest (none: a new database) and open every live SSTable;
 //! 3. delete what no manifest names: SSTables of a flush that crashed before
-//!    its manifest, a half-written `MANIFEST.tmp`, logs already flushed;
+//!    its manifest, a half-written `MANIFEST.tmp`, logs already flushed, and
+//!    logs the manifest never listed (their creation failed or was cut
+//!    short before any record was written to them);
 //! 4. replay the remaining logs in order into a memtable (a torn tail of the
 //!    last log is cut — the file truncated there — and reported; damage
 //!    anywhere else is an error);

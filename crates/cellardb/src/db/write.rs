@@ -207,9 +207,12 @@ impl Core {
     /// change yet lose writes acknowledged before it, and what survives is a
     /// prefix of what was acknowledged. Refused once the database is
     /// poisoned; a failed sync poisons it.
-    pub(crate) fn sync_log_before_manifest(&self, cs: &mut CommitState) -> Result<()> {
+    pub(super) fn sync_log_before_manifest(&self, cs: &mut CommitState) -> Result<()> {
         if let Some(first) = &cs.poisoned {
             return Err(Error::poisoned(first));
+        }
+        if let Some(poisoned) = self.background_error() {
+            return Err(poisoned);
         }
         let Some(wal) = cs.wal.as_mut() else { return Ok(()) };
         if self.opts.durability == Durability::Sync {

@@ -50,6 +50,11 @@ struct State {
 }
 
 impl State {
+    fn contents(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let id = self.names.get(path).ok_or_else(|| not_found(path))?;
+        Ok(self.inodes.get(id).map(Inode::contents).unwrap_or_default())
+    }
+
     fn failing(&self, path: &Path) -> bool {
         self.fail_writes.as_ref().is_some_and(|suffix| path.to_string_lossy().ends_with(suffix.as_str()))
     }
@@ -228,15 +233,36 @@ impl MemFs {
         MemFs::from_crash(&s, names, inodes)
     }
 
+    /// The file system as a crash of the process (not of the machine)
+    /// leaves it at this instant: every name and every byte written, synced
+    /// or not. The copy is independent, as [`MemFs::crash_copy`]'s is.
+    #[must_use]
+    pub fn process_crash_copy(&self) -> MemFs {
+        let s = self.state.lock();
+        let inodes = s
+            .names
+            .values()
+            .filter_map(|id| {
+                let inode = s.inodes.get(id)?;
+                let data = inode.data.clone();
+                Some((*id, Inode { synced_len: data.len(), data, preallocated: inode.preallocated, lost: Vec::new() }))
+            })
+            .collect();
+        MemFs::from_crash(&s, s.names.clone(), inodes)
+    }
+
     /// As [`MemFs::crash_copy`], but each file also keeps a seeded share of
     /// the bytes written since its last sync, as a disk that wrote some of
     /// them before power went; with one chance in two, the last page of
     /// that share holds garbage instead (a torn page). Synced bytes are
-    /// never touched.
+    /// never touched. With one chance in two (by `seed`), the directory's
+    /// entries are as the process last saw them rather than as last synced:
+    /// creations, renames and removals not yet synced reached the disk.
     #[must_use]
     pub fn torn_crash_copy(&self, seed: u64) -> MemFs {
         let s = self.state.lock();
-        let names = s.durable_names.clone();
+        let names =
+            if splitmix(&mut seed.clone()).is_multiple_of(2) { s.names.clone() } else { s.durable_names.clone() };
         let inodes = names
             .values()
             .filter_map(|id| {
@@ -261,6 +287,12 @@ impl MemFs {
     /// armed before that has not struck.
     pub fn fail_operation(&self, op: FsOp, n: u64, fault: Fault) {
         self.state.lock().armed = Some((op, n, fault));
+    }
+
+    /// Disarms the fault armed by [`MemFs::fail_operation`], if it has not
+    /// struck.
+    pub fn disarm(&self) {
+        self.state.lock().armed = None;
     }
 
     /// The operations done so far, by kind (kinds not yet used are absent).
@@ -309,7 +341,7 @@ impl MemFs {
 const PAGE: usize = 4096;
 
 /// SplitMix64: a seed means the same tear everywhere.
-fn splitmix(state: &mut u64) -> u64 {
+pub(crate) fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -319,13 +351,6 @@ fn splitmix(state: &mut u64) -> u64 {
 
 fn not_found(path: &Path) -> io::Error {
     io::Error::new(io::ErrorKind::NotFound, format!("{} not found", path.display()))
-}
-
-impl State {
-    fn contents(&self, path: &Path) -> io::Result<Vec<u8>> {
-        let id = self.names.get(path).ok_or_else(|| not_found(path))?;
-        Ok(self.inodes.get(id).map(Inode::contents).unwrap_or_default())
-    }
 }
 
 fn injected() -> io::Error {
@@ -473,6 +498,12 @@ impl Fs for MemFs {
         if let Some(inode) = s.inodes.get_mut(&id) {
             inode.data.truncate(usize::try_from(len).unwrap_or(usize::MAX));
             inode.synced_len = inode.data.len();
+            // Bytes written from here on are new: no earlier loss covers them.
+            let end = inode.data.len();
+            inode.lost.retain_mut(|range| {
+                range.end = range.end.min(end);
+                range.start < range.end
+            });
             inode.preallocated = 0;
         }
         Ok(())

@@ -22,6 +22,8 @@ use std::path::Path;
 
 use bytes::Bytes;
 
+#[cfg(test)]
+pub(crate) use mem::splitmix;
 pub use mem::{Fault, FsOp, MemFs};
 pub use os::OsFs;
 

@@ -23,20 +23,39 @@ pub const FILE_NAME: &str = "MANIFEST";
 /// Name of a manifest being written.
 pub const TEMP_NAME: &str = "MANIFEST.tmp";
 
+/// A manifest write that failed.
+#[derive(Debug)]
+pub struct WriteError {
+    /// What failed.
+    pub error: Error,
+    /// Whether it failed after the rename: the new manifest is in place,
+    /// but whether it or the old one survives a crash is unknown. The
+    /// files either lists must then be kept until the database reopens.
+    pub in_doubt: bool,
+}
+
+impl From<WriteError> for Error {
+    fn from(e: WriteError) -> Error {
+        e.error
+    }
+}
+
 /// Writes `state` as the new manifest of `dir`, atomically.
 ///
 /// # Errors
-/// `Error::Io` naming the file or directory that failed.
-pub fn write(fs: &dyn Fs, dir: &Path, state: &ManifestState) -> Result<()> {
+/// `Error::Io` naming the file or directory that failed, and whether the
+/// failure leaves the outcome in doubt ([`WriteError::in_doubt`]).
+pub fn write(fs: &dyn Fs, dir: &Path, state: &ManifestState) -> Result<(), WriteError> {
     let tmp = dir.join(TEMP_NAME);
     let path = dir.join(FILE_NAME);
     let bytes = state.encode();
-    let mut file = fs.create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    file.write_all(&bytes).map_err(|e| Error::io(&tmp, e))?;
-    file.sync_data().map_err(|e| Error::io(&tmp, e))?;
+    let before = |error| WriteError { error, in_doubt: false };
+    let mut file = fs.create(&tmp).map_err(|e| before(Error::io(&tmp, e)))?;
+    file.write_all(&bytes).map_err(|e| before(Error::io(&tmp, e)))?;
+    file.sync_data().map_err(|e| before(Error::io(&tmp, e)))?;
     drop(file);
-    fs.rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
-    fs.sync_dir(dir).map_err(|e| Error::io(dir, e))
+    fs.rename(&tmp, &path).map_err(|e| before(Error::io(&path, e)))?;
+    fs.sync_dir(dir).map_err(|e| WriteError { error: Error::io(dir, e), in_doubt: true })
 }
 
 /// Reads the manifest of `dir`; `None` if there is none (a new database).

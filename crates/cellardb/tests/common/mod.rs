@@ -73,3 +73,12 @@ pub fn keys(rows: &[Row]) -> Vec<String> {
 pub fn flat(row: &str, family: &str, q: &str, ts: i64, v: &str) -> Flat {
     (row.into(), family.into(), q.into(), ts, v.into())
 }
+
+/// SplitMix64 of `seed` and `n`: draw `n` of a seeded run, the same in
+/// every process that replays it.
+pub fn mix(seed: u64, n: u64) -> u64 {
+    let mut z = seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}

@@ -222,6 +222,35 @@ fn engine_rows(t: &Table) -> Vec<Vec<ModelCell>> {
     cells_of(&t.read_rows(RowSet::from(RowRange::all()), &Filter::pass_all()).collect_rows().expect("read"))
 }
 
+/// The first row where the database and the model differ, both sides shown.
+fn first_difference(found: &[Vec<ModelCell>], model: &[Vec<ModelCell>]) -> String {
+    let show = |row: Option<&Vec<ModelCell>>| {
+        row.map_or_else(
+            || "none".to_owned(),
+            |cells| {
+                let key = String::from_utf8_lossy(&cells[0].0).into_owned();
+                let cells: Vec<String> = cells
+                    .iter()
+                    .map(|c| {
+                        format!("{}:{}@{}={}", c.1, String::from_utf8_lossy(&c.2), c.3, String::from_utf8_lossy(&c.4))
+                    })
+                    .collect();
+                format!("{key} {cells:?}")
+            },
+        )
+    };
+    match (0..found.len().max(model.len())).find(|&i| found.get(i) != model.get(i)) {
+        None => "the same".into(),
+        Some(i) => format!(
+            "{} rows against {}; row {i}: database {} / model {}",
+            found.len(),
+            model.len(),
+            show(found.get(i)),
+            show(model.get(i))
+        ),
+    }
+}
+
 fn sst_files_in(dir: &Path) -> usize {
     std::fs::read_dir(dir)
         .expect("list")
@@ -313,9 +342,16 @@ fn a_process_killed_while_writing_and_compacting_loses_nothing_acknowledged() {
             // a batch may have.
             let in_flight = op(seed, done);
             let Some(with_it) = models.with_in_flight(&in_flight).into_iter().find(|m| matches(m)) else {
+                let kept = dir.keep();
                 panic!(
                     "seed {seed} round {round}: the database after {acked} acknowledged operations \
-                     (next: {in_flight:?}) is not their effect"
+                     (next: {in_flight:?}) is not their effect; the child ran with {:?}, the parent opened \
+                     with {:?}; directory kept in {}\nt: {}\nu: {}",
+                    options(seed, round),
+                    options(seed, round + 1),
+                    kept.display(),
+                    first_difference(&found.0, &model_rows(&models.t)),
+                    first_difference(&found.1, &model_rows(&models.u)),
                 );
             };
             models = with_it;
@@ -337,4 +373,35 @@ fn a_process_killed_while_writing_and_compacting_loses_nothing_acknowledged() {
         "crash test: seed {seed}, {rounds} kills, {done} operations in {:.0?}, kills during: {killed_in:?}",
         started.elapsed()
     );
+}
+
+/// The crash test's workload in one process, with no kill, under leveled
+/// compaction: between operations 6 600 and 8 600 (background timing
+/// moves it) a compaction of `t`'s `cf2`
+/// (`max_versions(2)`) fails with "SSTable entries out of order at row
+/// r00", and a background compaction that meets it poisons the database.
+/// It fails the same way at the session's start (5b0f0fd), so it is no
+/// regression of the crash test's changes; the files copied out just
+/// before compact without error on their own, so state held in memory
+/// matters. Ignored until the defect is found and fixed:
+/// `cargo test --release -p cellardb --test crash -- --ignored`.
+#[test]
+#[ignore = "reproduces an open compaction defect (see its doc comment)"]
+fn the_crash_workload_compacts_without_error_under_leveled_compaction() {
+    let seed = 20_261_127;
+    let dir = tempfile::tempdir().unwrap();
+    let options = options(seed, 0).compaction_strategy(CompactionStrategy::Leveled).block_cache_size(0);
+    let (db, t, u) = open(dir.path(), options);
+    let mut models = Models::new();
+    for n in 0..12_000 {
+        let op = op(seed, n);
+        if let Op::Compact(name) = &op {
+            db.compact_table(name).unwrap_or_else(|e| panic!("operation {n}, compacting {name}: {e}"));
+        } else {
+            apply_to_db(&db, &t, &u, &op);
+        }
+        models.apply(&op, usize::MAX);
+    }
+    assert_eq!(engine_rows(&t), model_rows(&models.t));
+    assert_eq!(engine_rows(&u), model_rows(&models.u));
 }

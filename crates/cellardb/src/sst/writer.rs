@@ -309,9 +309,19 @@ impl SstWriter {
 
     fn check_order(&self, entry: &EntryRef<'_>) -> Result<()> {
         if self.last.present && compare_parts(self.last.parts(), parts(entry)) != std::cmp::Ordering::Less {
+            let show = |(row, qualifier, timestamp, seq, kind): (&[u8], &[u8], i64, u64, EntryKind)| {
+                format!(
+                    "{:?}/{:?}@{timestamp} seq {seq} {kind:?}",
+                    String::from_utf8_lossy(row),
+                    String::from_utf8_lossy(qualifier)
+                )
+            };
             return Err(Error::InvalidArgument(format!(
-                "SSTable entries out of order at row {:?}",
-                String::from_utf8_lossy(entry.row)
+                "SSTable entries out of order at row {:?} of family {:?}: {} after {}",
+                String::from_utf8_lossy(entry.row),
+                self.props.family,
+                show(parts(entry)),
+                show(self.last.parts())
             )));
         }
         Ok(())

@@ -34,6 +34,12 @@ pub struct SstIter {
     rows: [Vec<u8>; 2],
     row_buffer: usize,
     row_held: Option<usize>,
+    /// The block before the current one, kept alive for the same promise:
+    /// a block holding a row's key whole hands out a slice of its own
+    /// memory, and were it freed as the next block loads, the allocator
+    /// could put the next block's first row at the very same address, and
+    /// two rows would look like one.
+    previous_block: Option<Arc<DecodedBlock>>,
     /// Whether the far bound lies beyond the current block, so its entries
     /// need no bound check.
     block_inside: bool,
@@ -64,6 +70,7 @@ impl SstIter {
             rows: [Vec::new(), Vec::new()],
             row_buffer: 0,
             row_held: None,
+            previous_block: None,
             block_inside: false,
             row_inside: None,
         };
@@ -183,6 +190,10 @@ impl SstIter {
         self.block_inside = self.far_edge_inside(&block);
         self.row_inside = None;
         self.row_held = None;
+        // An empty block holds no key: the one kept stays the last that did.
+        if self.block.as_ref().is_some_and(|b| !b.is_empty()) {
+            self.previous_block = self.block.take();
+        }
         self.block = Some(block);
         Ok(())
     }
@@ -220,7 +231,10 @@ impl SstIter {
                 self.row_inside = None;
                 self.block = Some(block);
             }
-            _ => self.load(i)?,
+            other => {
+                self.block = other; // kept alive by `load` as the previous block
+                self.load(i)?;
+            }
         }
         let Some(block) = &self.block else { return Ok(()) };
         self.pos = match lo {

@@ -180,6 +180,31 @@ fn escape(
                 out.push(')');
             }
         }
+        'x' if chars.peek() == Some(&'{') => {
+            // `\x{hh}` is the Latin-1 character hh, the byte hh. The `regex`
+            // crate reads a braced escape as a code point, whose UTF-8 bytes
+            // differ from 0x80 up; its `\xhh` is the byte.
+            let mut lookahead = chars.clone();
+            lookahead.next();
+            let (mut digits, mut closed) = (String::new(), false);
+            for c in lookahead.by_ref() {
+                if c == '}' {
+                    closed = true;
+                    break;
+                }
+                if digits.len() == 8 {
+                    break;
+                }
+                digits.push(c);
+            }
+            match u32::from_str_radix(&digits, 16) {
+                Ok(v) if closed && v <= 0xff => {
+                    *chars = lookahead;
+                    let _ = write!(out, "\\x{v:02x}");
+                }
+                _ => out.push_str("\\x"),
+            }
+        }
         '1'..='7' if !chars.peek().is_some_and(|d| ('0'..='7').contains(d)) => {
             return Err(format!("invalid escape \\{e}: backreferences are not supported (RE2)"));
         }
@@ -279,6 +304,20 @@ mod tests {
         assert!(matches(r"\141\142", b"ab"));
         assert!(matches(r"\0", b"\0") && matches(r"\12", b"\n"));
         assert!(BytesRegex::new(r"(a)\1").error().is_some(), "RE2 has no backreferences");
+    }
+
+    #[test]
+    fn a_braced_hex_escape_is_the_latin1_byte() {
+        // Found by the stress test: `\x{80}` and up matched the code
+        // point's UTF-8 bytes, not the byte, so a value regex built from
+        // bytes never matched a value holding one.
+        for b in [0x00u8, 0x7f, 0x80, 0xe9, 0xff] {
+            assert!(matches(&format!("\\x{{{b:02x}}}"), &[b]), "\\x{{{b:02x}}}");
+            assert!(matches(&format!("[\\x{{{b:02x}}}]"), &[b]), "in a class");
+        }
+        assert!(matches(r"\x{0}\x{e9}t\x{E9}", b"\0\xe9t\xe9"), "one or two digits, either case");
+        assert!(matches(r"[\x{80}-\x{ff}]+", b"\x80\xc3\xff"), "a range of bytes");
+        assert!(!matches(r"\x{e9}", "\u{e9}".as_bytes()), "not the character's UTF-8 bytes");
     }
 
     #[test]

@@ -17,7 +17,8 @@
 //! report — fails. `docs/reliability.md` states the policy per file kind.
 //!
 //! By default (what `cargo test` runs) flips and cuts every 41st offset of
-//! the larger files; `CELLARDB_DAMAGE_SWEEP=full` tries every offset.
+//! the larger files; `CELLARDB_DAMAGE_SWEEP=full` tries every offset, and
+//! `CELLARDB_DAMAGE_TRACE=1` prints each case, its outcome and its time.
 
 mod common;
 

@@ -418,17 +418,30 @@ fn sweep(durability: Durability) {
     assert_eq!(run.failed_at, STEPS, "the workload runs with no fault");
     let counts = counting.operation_counts();
     let mut tally = Tally::new();
-    let mut runs = 0;
+    for fault in chosen_faults(&counts) {
+        sweep_one(&reference, durability, fault, &mut tally);
+    }
+    report(&format!("fault sweep ({durability:?}): {STEPS} steps, operations {counts:?}"), &tally);
+}
+
+/// Every (operation, number, fault) the sweep fails, of the operations a
+/// counting run did.
+fn chosen_faults(counts: &BTreeMap<FsOp, u64>) -> Vec<(FsOp, u64, Fault)> {
+    let mut chosen_faults = Vec::new();
     for op in FsOp::ALL {
         for (i, &fault) in op.faults().iter().enumerate() {
-            for n in (0..counts.get(&op).copied().unwrap_or(0)).filter(|&n| chosen(op, i, n)) {
-                sweep_one(&reference, durability, (op, n, fault), &mut tally);
-                runs += 1;
-            }
+            let count = counts.get(&op).copied().unwrap_or(0);
+            chosen_faults.extend((0..count).filter(|&n| chosen(op, i, n)).map(|n| (op, n, fault)));
         }
     }
-    println!("fault sweep ({durability:?}): {STEPS} steps, operations {counts:?}, {runs} faulted runs");
-    for ((op, what), count) in &tally {
+    chosen_faults
+}
+
+/// Prints how the faulted runs ended, and checks there were some.
+fn report(title: &str, tally: &Tally) {
+    let runs: u64 = tally.values().sum();
+    println!("{title}, {runs} faulted runs");
+    for ((op, what), count) in tally {
         println!("  {op:?}: {what}: {count}");
     }
     assert!(runs > 0, "the sweep ran no faulted run");
@@ -517,40 +530,29 @@ fn sweep_recovery(label: &str, base: &MemFs, expected: &Dump) {
     assert_eq!(&open_and_dump(&counting).expect("recovery with no fault"), expected);
     let counts = counting.operation_counts();
     let mut tally = Tally::new();
-    let mut runs = 0;
-    for op in FsOp::ALL {
-        for (i, &fault) in op.faults().iter().enumerate() {
-            for n in (0..counts.get(&op).copied().unwrap_or(0)).filter(|&n| chosen(op, i, n)) {
-                let fs = base.crash_copy();
-                fs.fail_operation(op, n, fault);
-                let name = format!("recovery after {label}, {op:?} #{n} {fault:?}");
-                let outcome = match open_and_dump(&fs) {
-                    Ok(found) => {
-                        assert_eq!(&found, expected, "{name}: the open succeeded with the wrong data");
-                        if may_be_absorbed(op) || fs.fault_struck().is_none() { "absorbed" } else { "opened" }
-                    }
-                    Err(_) => "open, read or close failed",
-                };
-                assert!(outcome != "opened", "{name}: the fault reached no caller");
-                fs.disarm();
-                for (what, copy) in [("as the process left it", fs.clone()), ("after power loss", fs.crash_copy())] {
-                    let found = open_and_dump(&copy).unwrap_or_else(|e| panic!("{name}: reopening {what}: {e}"));
-                    assert_eq!(&found, expected, "{name}: reopened {what}");
-                }
-                let torn = fs.torn_crash_copy(n);
-                let found =
-                    open_and_dump(&torn).unwrap_or_else(|e| panic!("{name}: reopening after torn power loss: {e}"));
-                assert_eq!(&found, expected, "{name}: reopened after torn power loss");
-                *tally.entry((op, outcome)).or_default() += 1;
-                runs += 1;
+    for (op, n, fault) in chosen_faults(&counts) {
+        let fs = base.crash_copy();
+        fs.fail_operation(op, n, fault);
+        let name = format!("recovery after {label}, {op:?} #{n} {fault:?}");
+        let outcome = match open_and_dump(&fs) {
+            Ok(found) => {
+                assert_eq!(&found, expected, "{name}: the open succeeded with the wrong data");
+                if may_be_absorbed(op) || fs.fault_struck().is_none() { "absorbed" } else { "opened" }
             }
+            Err(_) => "open, read or close failed",
+        };
+        assert!(outcome != "opened", "{name}: the fault reached no caller");
+        fs.disarm();
+        for (what, copy) in [("as the process left it", fs.clone()), ("after power loss", fs.crash_copy())] {
+            let found = open_and_dump(&copy).unwrap_or_else(|e| panic!("{name}: reopening {what}: {e}"));
+            assert_eq!(&found, expected, "{name}: reopened {what}");
         }
+        let torn = fs.torn_crash_copy(n);
+        let found = open_and_dump(&torn).unwrap_or_else(|e| panic!("{name}: reopening after torn power loss: {e}"));
+        assert_eq!(&found, expected, "{name}: reopened after torn power loss");
+        *tally.entry((op, outcome)).or_default() += 1;
     }
-    println!("recovery fault sweep ({label}): operations {counts:?}, {runs} faulted runs");
-    for ((op, what), count) in &tally {
-        println!("  {op:?}: {what}: {count}");
-    }
-    assert!(runs > 0, "the sweep ran no faulted run");
+    report(&format!("recovery fault sweep ({label}): operations {counts:?}"), &tally);
 }
 
 #[test]

@@ -27,23 +27,13 @@ fn database() -> tempfile::TempDir {
     dir
 }
 
-fn files(dir: &std::path::Path, suffix: &str) -> Vec<std::path::PathBuf> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(suffix))
-        .collect();
-    files.sort();
-    files
-}
-
 #[test]
 fn a_healthy_database_has_no_fault_and_every_file_is_read() {
     let dir = database();
     let report = verify_database(dir.path(), true).unwrap();
     assert!(report.faults.is_empty(), "{:?}", report.faults);
     assert!(report.notes.is_empty(), "{:?}", report.notes);
-    assert_eq!(report.ssts, files(dir.path(), ".sst").len());
+    assert_eq!(report.ssts, files_ending(dir.path(), ".sst").len());
     assert!(report.blocks > 0 && report.entries >= 3000, "{report:?}");
     assert_eq!((report.logs, report.log_records), (1, 50));
 }
@@ -51,7 +41,7 @@ fn a_healthy_database_has_no_fault_and_every_file_is_read() {
 #[test]
 fn damage_is_named_with_its_file_and_every_other_file_is_still_checked() {
     let dir = database();
-    let ssts = files(dir.path(), ".sst");
+    let ssts = files_ending(dir.path(), ".sst");
     assert!(ssts.len() >= 2, "{ssts:?}");
     // A flipped byte in the first SSTable's first block, the second one
     // gone, the log deleted; an orphan SSTable and a stray file beside.
@@ -59,7 +49,7 @@ fn damage_is_named_with_its_file_and_every_other_file_is_still_checked() {
     data[20] ^= 0x40;
     std::fs::write(&ssts[0], &data).unwrap();
     std::fs::remove_file(&ssts[1]).unwrap();
-    let log = files(dir.path(), ".log").pop().unwrap();
+    let log = files_ending(dir.path(), ".log").pop().unwrap();
     std::fs::remove_file(&log).unwrap();
     std::fs::write(dir.path().join("999999.sst"), b"orphan").unwrap();
     std::fs::write(dir.path().join("notes.txt"), b"mine").unwrap();

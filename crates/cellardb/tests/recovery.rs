@@ -548,3 +548,19 @@ fn a_compaction_whose_manifest_is_in_doubt_deletes_no_file_either_manifest_needs
     let (_db, t) = open_with_table(path, mem_options(&killed));
     assert_eq!(scan_all(&t), expected, "whichever manifest survives, its files are there");
 }
+
+#[test]
+fn after_a_background_failure_schema_changes_and_drops_are_refused_and_close_reports_it() {
+    let fs = MemFs::new();
+    let path = std::path::Path::new("/db");
+    let (db, t) = open_with_table(path, mem_options(&fs));
+    put(&t, "a", "v");
+    fs.fail_writes_to(Some(".sst"));
+    assert_poisoned_by_io(&db.flush());
+    fs.fail_writes_to(None);
+    assert_poisoned_by_io(&db.create_family("t", "g", GcRule::none()));
+    assert_poisoned_by_io(&t.drop_row_range(cellardb::RowRange::prefix("a")));
+    assert_poisoned_by_io(&db.close());
+    let (_db, t) = open_with_table(path, mem_options(&fs));
+    assert_eq!(scan_all(&t), vec![flat("a", "cf1", "q", 1000, "v")], "nothing changed, nothing lost");
+}

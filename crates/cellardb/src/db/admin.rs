@@ -205,7 +205,7 @@ impl Core {
         let mut st = self.state.lock();
         let mut next = st.manifest.clone();
         let out = change(&mut next)?;
-        self.sync_log_before_manifest(&mut cs)?;
+        self.sync_log_before_manifest(&mut cs, &st)?;
         self.write_manifest(&mut st, &next)?;
         st.manifest = next;
         let live: std::collections::HashSet<u64> = st.manifest.ssts.iter().map(|s| s.file).collect();
@@ -269,7 +269,7 @@ impl Core {
         let gone: Vec<u64> = next.ssts.iter().filter(|s| inside(s)).map(|s| s.file).collect();
         next.ssts.retain(|s| !gone.contains(&s.file));
         next.drops.extend(drops);
-        self.sync_log_before_manifest(&mut cs)?;
+        self.sync_log_before_manifest(&mut cs, &st)?;
         self.write_manifest(&mut st, &next)?;
         cs.next_seq += 1;
         st.manifest = next;

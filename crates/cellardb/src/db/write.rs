@@ -207,12 +207,11 @@ impl Core {
     /// change yet lose writes acknowledged before it, and what survives is a
     /// prefix of what was acknowledged. Refused once the database is
     /// poisoned; a failed sync poisons it.
-    pub(super) fn sync_log_before_manifest(&self, cs: &mut CommitState) -> Result<()> {
-        if let Some(first) = &cs.poisoned {
+    /// `st` is the engine state, locked by the caller (after `cs`, as
+    /// everywhere), for its background failure.
+    pub(super) fn sync_log_before_manifest(&self, cs: &mut CommitState, st: &super::EngineState) -> Result<()> {
+        if let Some(first) = cs.poisoned.as_ref().or(st.bg_error.as_ref()) {
             return Err(Error::poisoned(first));
-        }
-        if let Some(poisoned) = self.background_error() {
-            return Err(poisoned);
         }
         let Some(wal) = cs.wal.as_mut() else { return Ok(()) };
         if self.opts.durability == Durability::Sync {

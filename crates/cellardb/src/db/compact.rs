@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use super::version::SstHandle;
 use super::{Core, Db, EngineState};
-use crate::compaction::job::{Job, Output};
-use crate::compaction::picker::{self, Choice, FileInfo, OutputLayout};
+use crate::compaction::job::{Job, LeftOut, Output};
+use crate::compaction::picker::{self, Choice, FileInfo};
 use crate::manifest::{ManifestState, SstMeta};
 use crate::model::cell::now_micros;
 use crate::model::{FamilyMeta, RangeDrop};
@@ -49,7 +49,7 @@ struct Task {
     family: FamilyMeta,
     choice: Choice,
     inputs: Vec<Arc<SstHandle>>,
-    older: Vec<Arc<SstReader>>,
+    older: Vec<LeftOut>,
     drops: Vec<RangeDrop>,
     /// Whether rows may pass through unmerged (not in a full compaction,
     /// which rewrites every block).
@@ -159,19 +159,8 @@ impl Core {
             Choice::Drop(files) | Choice::Merge { inputs: files, .. } => files.iter().copied().collect(),
         };
         let inputs = chosen.iter().filter_map(|f| st.handles.get(f).cloned()).collect();
-        let may_be_older = |m: &SstMeta| match &choice {
-            Choice::Drop(_) => false,
-            // Level 0 files overlap, and so do time windows: any other may be older.
-            Choice::Merge { layout: OutputLayout::Level(0) | OutputLayout::Windows(_), .. } => true,
-            Choice::Merge { layout: OutputLayout::Level(out), .. } => m.level > *out,
-        };
-        let older = st
-            .manifest
-            .ssts
-            .iter()
-            .filter(|m| m.store == store && !chosen.contains(&m.file) && may_be_older(m))
-            .filter_map(|m| st.handles.get(&m.file).map(|h| h.reader.clone()))
-            .collect();
+        let store_files = st.manifest.ssts.iter().filter(|m| m.store == store);
+        let older = LeftOut::of(store_files, &chosen, |file| st.handles.get(&file).map(|h| h.reader.clone()));
         let drops = drops_of(st, store);
         Task { store, family: family.clone(), choice, inputs, older, drops, pass_through }
     }

@@ -4,9 +4,10 @@
 //! Compaction sees the entries of one row of one store from its input files.
 //! Two cases, decided by the caller from the files the compaction leaves out:
 //!
-//! - **Complete** — no file outside the input may hold the row, so the input
-//!   is the row's whole stored history (the memtables only hold newer
-//!   entries, which can neither un-collect a cell nor need an older one back).
+//! - **Complete** — no file outside the input may hold the row, but files
+//!   wholly newer than the input, so the input is the row's whole stored
+//!   history (those files and the memtables only hold newer entries, which
+//!   can neither un-collect a cell nor need an older one back).
 //!   Then the read rules ([`Assembler::family`]) decide, with the
 //!   clock of the compaction:
 //!   (K1) live cells are kept, with sequence number 0, since every later
@@ -32,9 +33,10 @@
 //!   column's version history: seed 45 of the model test. A tombstone in
 //!   between that deletes other timestamps of the column counts too: it
 //!   may have made room among the newest versions that the overwritten
-//!   cell took first.) The input holds every such tombstone: one between
-//!   two input cells is newer than the older, and files left out hold only
-//!   entries older or newer than the whole input for this row.
+//!   cell took first.) Such a tombstone is in the input unless a file left
+//!   out may hold a tombstone of the row with a sequence number inside the
+//!   input's span (a time-window store keeps its tombstones in a file of
+//!   their own): then (P1) and (P3) do not apply to the row.
 //!   (P3) In an aggregate family, where every cell entry is an input, an
 //!   input is merged into the newer input at its timestamp on the same
 //!   terms as (P1), and the merge takes the newer one's sequence number.
@@ -52,6 +54,10 @@ use crate::model::{Aggregate, GcRule};
 pub(crate) struct RowContext<'a> {
     /// Whether the input holds the row's whole stored history.
     pub complete: bool,
+    /// Whether a file left out may hold a tombstone of the row newer than
+    /// some of its input entries and older than others: then (P1) and (P3)
+    /// cannot see whether one came between two cells, and do not apply.
+    pub tombstones_outside: bool,
     /// The family's GC rule.
     pub gc_rule: &'a GcRule,
     /// The compaction's clock, µs.
@@ -107,6 +113,7 @@ impl Keeper {
                 continue; // (P0)
             }
             if let Some(newer) = keep.last_mut()
+                && !ctx.tombstones_outside
                 && shadowed(entries, e, newer, ctx.aggregate)
             {
                 if let Some(agg) = ctx.aggregate {
@@ -183,7 +190,7 @@ mod tests {
         let mut keep = Vec::new();
         Keeper::default().keep_row(
             &refs,
-            &RowContext { complete, gc_rule: gc, now: 0, dropped_below: 0, aggregate: None },
+            &RowContext { complete, tombstones_outside: false, gc_rule: gc, now: 0, dropped_below: 0, aggregate: None },
             &mut keep,
         );
         keep.iter()
@@ -254,11 +261,21 @@ mod tests {
     }
 
     fn kept_inputs(entries: &mut [Entry], complete: bool) -> Vec<(i64, u64, i64)> {
+        kept_inputs_beside(entries, complete, false)
+    }
+
+    fn kept_inputs_beside(entries: &mut [Entry], complete: bool, tombstones_outside: bool) -> Vec<(i64, u64, i64)> {
         entries.sort_by(|x, y| x.key.cmp(&y.key));
         let refs: Vec<EntryRef<'_>> = entries.iter().map(Entry::as_ref).collect();
         let mut keep = Vec::new();
-        let ctx =
-            RowContext { complete, gc_rule: &GcRule::None, now: 0, dropped_below: 0, aggregate: Some(Aggregate::Sum) };
+        let ctx = RowContext {
+            complete,
+            tombstones_outside,
+            gc_rule: &GcRule::None,
+            now: 0,
+            dropped_below: 0,
+            aggregate: Some(Aggregate::Sum),
+        };
         Keeper::default().keep_row(&refs, &ctx, &mut keep);
         keep.iter()
             .filter(|k| k.kind.is_cell())
@@ -280,6 +297,30 @@ mod tests {
         // The delete (of other timestamps) at 3 parts the inputs before it from those after.
         assert_eq!(kept_inputs(&mut entries, false), vec![(1000, 4, 10), (1000, 2, 8)]);
         assert_eq!(kept_inputs(&mut entries, true), vec![(1000, 0, 18)]);
+    }
+
+    #[test]
+    fn nothing_merges_where_a_file_left_out_may_hold_a_tombstone_between() {
+        let mut entries = vec![input(1000, 1, 5), input(1000, 4, 10)];
+        assert_eq!(kept_inputs(&mut entries, false), vec![(1000, 4, 15)]);
+        assert_eq!(kept_inputs_beside(&mut entries, false, true), vec![(1000, 4, 10), (1000, 1, 5)]);
+        let mut cells = [
+            Entry::put("r".into(), "q".into(), 1000, 4, "new".into()),
+            Entry::put("r".into(), "q".into(), 1000, 1, "old".into()),
+        ];
+        cells.sort_by(|x, y| x.key.cmp(&y.key));
+        let refs: Vec<EntryRef<'_>> = cells.iter().map(Entry::as_ref).collect();
+        let mut keep = Vec::new();
+        let ctx = RowContext {
+            complete: false,
+            tombstones_outside: true,
+            gc_rule: &GcRule::None,
+            now: 0,
+            dropped_below: 0,
+            aggregate: None,
+        };
+        Keeper::default().keep_row(&refs, &ctx, &mut keep);
+        assert_eq!(keep.len(), 2, "the overwritten cell stays: a delete may have come between");
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::compaction::job::{Job, Ran};
+use crate::compaction::job::{Job, LeftOut, Ran};
 use crate::compaction::picker::OutputLayout;
 use crate::fs::{Fs, MemFs};
 use crate::key::{Entry, EntryKind};
@@ -127,7 +127,7 @@ fn split_at_rows(rng: &mut Rng, entries: Vec<Entry>) -> Vec<Vec<Entry>> {
 /// One compaction's inputs.
 struct Case {
     inputs: Vec<Arc<SstReader>>,
-    older: Vec<Arc<SstReader>>,
+    older: Vec<LeftOut>,
     drops: Vec<RangeDrop>,
     rule: GcRule,
     options: SstOptions,
@@ -153,7 +153,7 @@ fn case(rng: &mut Rng, fs: &MemFs) -> Case {
             .into_iter()
             .map(|r| Entry::put(row(r), "a".into(), NOW - 50 * HOUR, 0, "old".into()))
             .collect();
-        vec![write(fs, "/older.sst", &entries, options)]
+        vec![LeftOut { reader: write(fs, "/older.sst", &entries, options), tombstone_between: false }]
     } else {
         Vec::new()
     };

@@ -251,6 +251,17 @@ fn first_difference(found: &[Vec<ModelCell>], model: &[Vec<ModelCell>]) -> Strin
     }
 }
 
+/// Makes `to` a copy of the files of `from` (a database directory: no
+/// subdirectories).
+fn copy_flat(from: &Path, to: &Path) {
+    for f in common::files_ending(to, "") {
+        std::fs::remove_file(f).unwrap();
+    }
+    for f in common::files_ending(from, "") {
+        std::fs::copy(&f, to.join(f.file_name().unwrap())).unwrap();
+    }
+}
+
 fn sst_files_in(dir: &Path) -> usize {
     std::fs::read_dir(dir)
         .expect("list")
@@ -284,6 +295,8 @@ fn a_process_killed_while_writing_and_compacting_loses_nothing_acknowledged() {
     let seed = env_number("CELLARDB_CRASH_SEED").unwrap_or(0x5EED_C0DE);
     let rounds = env_number("CELLARDB_CRASH_ROUNDS").unwrap_or(8);
     let dir = tempfile::tempdir().unwrap();
+    // The directory as the last kill left it, before the parent's open.
+    let as_killed = tempfile::tempdir().unwrap();
     let mut models = Models::new();
     let mut done = 0u64; // operations applied to the models
     let mut killed_in = std::collections::BTreeMap::<&str, u32>::new();
@@ -328,6 +341,7 @@ fn a_process_killed_while_writing_and_compacting_loses_nothing_acknowledged() {
             }
         }
         child.wait().unwrap();
+        copy_flat(dir.path(), as_killed.path());
         *killed_in.entry(in_flight_name(begun.filter(|&n| n == acked).map(|n| op(seed, n)).as_ref())).or_default() += 1;
 
         let (db, t, u) = open(dir.path(), options(seed, round + 1));
@@ -342,14 +356,15 @@ fn a_process_killed_while_writing_and_compacting_loses_nothing_acknowledged() {
             // a batch may have.
             let in_flight = op(seed, done);
             let Some(with_it) = models.with_in_flight(&in_flight).into_iter().find(|m| matches(m)) else {
-                let kept = dir.keep();
+                let (kept, as_killed) = (dir.keep(), as_killed.keep());
                 panic!(
                     "seed {seed} round {round}: the database after {acked} acknowledged operations \
                      (next: {in_flight:?}) is not their effect; the child ran with {:?}, the parent opened \
-                     with {:?}; directory kept in {}\nt: {}\nu: {}",
+                     with {:?}; directory kept in {}, and as the kill left it in {}\nt: {}\nu: {}",
                     options(seed, round),
                     options(seed, round + 1),
                     kept.display(),
+                    as_killed.display(),
                     first_difference(&found.0, &model_rows(&models.t)),
                     first_difference(&found.1, &model_rows(&models.u)),
                 );

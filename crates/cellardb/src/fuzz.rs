@@ -16,7 +16,7 @@
 //! A panic fails the test and leaves the input in `target/fuzz-crashes/`;
 //! each one found becomes a named regression test beside the decoder.
 //!
-//! `CELLARDB_FUZZ_SECS` sets the time per target (default 1, what `cargo
+//! `CELLARDB_FUZZ_SECS` sets the CPU time per target (default 1, what `cargo
 //! test` runs); `CELLARDB_FUZZ_SEED` the seed; `CELLARDB_FUZZ_SAVE=1`
 //! writes the generated seeds into the corpus. `docs/reliability.md` gives
 //! the long form and its figures.
@@ -109,18 +109,36 @@ fn mutate(rng: &mut Rng, data: &mut Vec<u8>, other: &[u8]) {
     }
 }
 
-/// Fuzzes `decode` from `seeds` for `budget`; returns the executions run
-/// and the distinct outcomes met. Panics with the input's file if `decode`
-/// panics.
-fn fuzz(name: &str, decode: Decode, seeds: Vec<Vec<u8>>, budget: Duration, seed: u64) -> (u64, usize) {
+/// The CPU time this thread has used, where Linux tells it
+/// (`/proc/thread-self/schedstat`); else the time since `started`.
+/// Fuzzing is budgeted in CPU time, so that targets sharing the cores with
+/// other work still get what the budget says.
+fn cpu_time(started: Instant) -> Duration {
+    let schedstat = std::fs::read_to_string("/proc/thread-self/schedstat").ok();
+    let nanos = schedstat.and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok());
+    nanos.map_or_else(|| started.elapsed(), Duration::from_nanos)
+}
+
+/// What a fuzz run did.
+struct Ran {
+    executions: u64,
+    outcomes: usize,
+    cpu: Duration,
+    wall: Duration,
+}
+
+/// Fuzzes `decode` from `seeds` for `budget` of CPU time; returns what it
+/// did. Panics with the input's file if `decode` panics.
+fn fuzz(name: &str, decode: Decode, seeds: Vec<Vec<u8>>, budget: Duration, seed: u64) -> Ran {
     assert!(!seeds.is_empty(), "{name}: no seeds");
     let mut rng = Rng(seed ^ name.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b))));
     let mut pool = seeds;
     let mut outcomes: HashSet<String> = HashSet::new();
     let started = Instant::now();
+    let cpu_before = cpu_time(started);
     let mut execs = 0u64;
-    while started.elapsed() < budget {
-        for _ in 0..64 {
+    while cpu_time(started).saturating_sub(cpu_before) < budget {
+        for _ in 0..1024 {
             let mut input = pool[rng.below(pool.len())].clone();
             let other = pool[rng.below(pool.len())].clone();
             for _ in 0..=rng.below(4) {
@@ -137,7 +155,8 @@ fn fuzz(name: &str, decode: Decode, seeds: Vec<Vec<u8>>, budget: Duration, seed:
             }
         }
     }
-    (execs, outcomes.len())
+    let (cpu, wall) = (cpu_time(started).saturating_sub(cpu_before), started.elapsed());
+    Ran { executions: execs, outcomes: outcomes.len(), cpu, wall }
 }
 
 fn save_crash(name: &str, input: &[u8]) -> PathBuf {
@@ -493,8 +512,11 @@ fn run(target: &str, decode: Decode, generated: Vec<Vec<u8>>) {
     for seed in &seeds {
         decode(seed); // every seed decodes without a panic, to begin with
     }
-    let (execs, outcomes) = fuzz(target, decode, seeds, budget(), fuzz_seed());
-    println!("fuzz {target}: {execs} executions in {:.1?}, {outcomes} distinct outcomes", budget());
+    let ran = fuzz(target, decode, seeds, budget(), fuzz_seed());
+    println!(
+        "fuzz {target}: {} executions in {:.1?} of CPU ({:.1?} wall), {} distinct outcomes",
+        ran.executions, ran.cpu, ran.wall, ran.outcomes
+    );
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The randomized model test: random mutations of all four kinds, random
-//! flushes and reopens, applied both to cellardb and to a plain in-memory
-//! model of Bigtable's semantics; every read compared.
+//! flushes and reopens (each under a compaction strategy drawn anew),
+//! applied both to cellardb and to a plain in-memory model of Bigtable's
+//! semantics; every read compared.
 //!
 //! Seeded and bounded in time (`CELLARDB_MODEL_SECS`, default 6). A failure
 //! prints its seed; `CELLARDB_MODEL_SEED=N` replays that seed alone.
@@ -18,7 +19,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use cellardb::fs::MemFs;
-use cellardb::{Aggregate, Db, Filter, GcRule, Mutation, Options, RowRange, RowSet, Table, TimeRange};
+use cellardb::{
+    Aggregate, CompactionStrategy, Db, Filter, GcRule, Mutation, Options, RowRange, RowSet, Table, TimeRange,
+};
 use common::model::{Model, ModelCell, ModelFilter, ModelGc, cells_of};
 
 /// SplitMix64, so a seed means the same run everywhere.
@@ -265,8 +268,16 @@ fn engine_read(
     rows
 }
 
-fn open(path: &Path, fs: Option<&MemFs>) -> (Db, Table) {
-    let mut opts = Options::default().memtable_size(4 << 10).block_size(256);
+/// Opens the database, with the compaction strategy `strategies` draws:
+/// leveled, or time windows of 2 ms (four windows per run of timestamps),
+/// so that a store compacted one way is later compacted the other.
+fn open(path: &Path, fs: Option<&MemFs>, strategies: &mut Rng) -> (Db, Table) {
+    let strategy = if strategies.chance(30) {
+        CompactionStrategy::TimeWindow { window_micros: 2000 }
+    } else {
+        CompactionStrategy::Leveled
+    };
+    let mut opts = Options::default().memtable_size(4 << 10).block_size(256).compaction_strategy(strategy);
     if let Some(fs) = fs {
         opts = opts.file_system(std::sync::Arc::new(fs.clone()));
     }
@@ -285,7 +296,9 @@ fn run_seed(seed: u64, ops: usize) {
     let mut rng = Rng(seed);
     let dir = tempfile::tempdir().unwrap();
     let fs = (seed % 2 == 1).then(MemFs::new);
-    let (mut db, mut t) = open(dir.path(), fs.as_ref());
+    // Drawn apart from the operations, which a seed keeps.
+    let mut strategies = Rng(seed ^ 0x57A7_E61E);
+    let (mut db, mut t) = open(dir.path(), fs.as_ref(), &mut strategies);
     let mut gc: std::collections::BTreeMap<String, ModelGc> =
         families().into_iter().map(|(f, _, m)| (f.to_owned(), m)).collect();
     gc.extend(aggregate_families().into_iter().map(|(f, _, _, m)| (f.to_owned(), m)));
@@ -316,7 +329,7 @@ fn run_seed(seed: u64, ops: usize) {
             74..=75 => {
                 drop(t);
                 drop(db);
-                (db, t) = open(dir.path(), fs.as_ref());
+                (db, t) = open(dir.path(), fs.as_ref(), &mut strategies);
             }
             _ => {
                 let (set, tests) = row_set(&mut rng);

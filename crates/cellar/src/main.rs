@@ -110,10 +110,13 @@ enum Command {
     /// sequence numbers), rows across the files of a level, and the live
     /// logs. Exit code 4 if anything is damaged.
     Verify {
-        /// The database uses the time-window compaction strategy, whose
-        /// level 1 holds one run of files per window (they may overlap).
+        /// The database has only ever been compacted with the leveled
+        /// strategy: check that its level 1 is one run of files whose rows
+        /// do not overlap. Without it, level 1 may hold overlapping files,
+        /// as the time-window strategy keeps them (one run per window), and
+        /// as they stay after a change from it.
         #[arg(long)]
-        time_window: bool,
+        always_leveled: bool,
     },
     /// The schema-pattern lab: load the balloon workload in each schema
     /// pattern, and report what each costs (bytes, ingest, queries).
@@ -242,7 +245,7 @@ fn run(cli: &Cli, out: &mut Out) -> Outcome {
         Command::Count { table, args, json } => cbt::count(&db()?, table, args, *json, out),
         Command::Stats { json } => cbt::stats(&db()?, *json, out),
         Command::Checkpoint { dest } => checkpoint(&db()?, dest, out),
-        Command::Verify { time_window } => verify(&db()?, *time_window, out),
+        Command::Verify { always_leveled } => verify(&db()?, *always_leveled, out),
         Command::Lab(args) => lab::run(args, out),
         Command::Serve(args) => serve::run(args, out),
     }
@@ -262,11 +265,11 @@ fn checkpoint(dir: &std::path::Path, dest: &std::path::Path, out: &mut Out) -> O
 }
 
 /// `cellar verify`: every fault, every note, and a summary.
-fn verify(dir: &std::path::Path, time_window: bool, out: &mut Out) -> Outcome {
+fn verify(dir: &std::path::Path, always_leveled: bool, out: &mut Out) -> Outcome {
     if !dir.join(cellardb::inspect::MANIFEST_FILE_NAME).exists() {
         return Err(Failure::NotFound(format!("{}: not a cellardb database (no MANIFEST)", dir.display())));
     }
-    let report = cellardb::inspect::verify_database(dir, !time_window)?;
+    let report = cellardb::inspect::verify_database(dir, always_leveled)?;
     for note in &report.notes {
         writeln!(out, "note: {note}")?;
     }

@@ -195,8 +195,10 @@ pub struct VerifyReport {
 ///   entries in order, and holds the rows and sequence numbers the manifest
 ///   records for it;
 /// - key order across files: the files of one family in one level from 2
-///   down (from 1 down, if `level1_is_one_run`, as the leveled strategy
-///   keeps it) do not overlap in rows;
+///   down (from 1 down, if `level1_is_one_run`: a store only ever compacted
+///   by the leveled strategy keeps level 1 so; the time-window strategy
+///   keeps one run per window there, and the files stay after a change
+///   of strategy, which compaction allows for) do not overlap in rows;
 /// - the live logs pass the checks of an open (`docs/format/wal.md`,
 ///   "Recovery"), and every record decodes.
 ///

@@ -51,7 +51,10 @@ pub(crate) struct Job<'a> {
 /// take a window file and leave out the tombstones of its rows (found by the
 /// long crash runs: `tests/compaction.rs`).
 pub(crate) struct LeftOut {
-    pub reader: Arc<SstReader>,
+    /// The file (`None`: listed without a handle, which does not happen
+    /// while the manifest and the handles change together; taken to hold
+    /// every row, with tombstones).
+    pub reader: Option<Arc<SstReader>>,
     /// Whether it may hold a tombstone newer than some entry of the input
     /// and older than another: then no two input cells of a row it may
     /// hold are merged (`RowContext::tombstones_outside`).
@@ -70,12 +73,17 @@ impl LeftOut {
         let (min_in, max_in) = chosen.fold((u64::MAX, 0), |(lo, hi), m| (lo.min(m.min_seq), hi.max(m.max_seq)));
         store_files
             .filter(|m| !input.contains(&m.file) && m.min_seq <= max_in)
-            .filter_map(|m| {
-                let reader = reader(m.file)?;
-                let tombstone_between = reader.props().tombstones > 0 && m.max_seq >= min_in;
-                Some(LeftOut { reader, tombstone_between })
+            .map(|m| {
+                let reader = reader(m.file);
+                let tombstones = reader.as_ref().is_none_or(|r| r.props().tombstones > 0);
+                LeftOut { reader, tombstone_between: tombstones && m.max_seq >= min_in }
             })
             .collect()
+    }
+
+    /// Whether the file may hold entries of `row`.
+    pub fn may_hold(&self, row: &[u8]) -> bool {
+        self.reader.as_ref().is_none_or(|r| may_hold(r, row))
     }
 }
 
@@ -120,13 +128,13 @@ impl Job<'_> {
             if !row.next_row(&mut merge, false)? {
                 break;
             }
-            let holds = |f: &LeftOut| may_hold(&f.reader, row.key());
-            let complete = !self.older.iter().any(holds);
+            let complete = !self.older.iter().any(|f| f.may_hold(row.key()));
             let entries: Vec<EntryRef<'_>> = (0..row.gathered().len()).map(|i| row.entry(i)).collect();
             keep.clear();
             let ctx = RowContext {
                 complete,
-                tombstones_outside: !complete && self.older.iter().any(|f| f.tombstone_between && holds(f)),
+                tombstones_outside: !complete
+                    && self.older.iter().any(|f| f.tombstone_between && f.may_hold(row.key())),
                 gc_rule: self.gc_rule,
                 now: self.now,
                 dropped_below: dropped_below(self.drops, row.key()),

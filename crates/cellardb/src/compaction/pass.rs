@@ -216,7 +216,7 @@ impl<'a> PassThrough<'a> {
         {
             return *passes;
         }
-        let complete = !self.job.older.iter().any(|f| super::job::may_hold(&f.reader, row));
+        let complete = !self.job.older.iter().any(|f| f.may_hold(row));
         let passes = complete && dropped_below(self.job.drops, row) == 0;
         let slot = self.checked.get_or_insert_with(|| (Vec::new(), false));
         slot.0.clear();

@@ -153,7 +153,7 @@ fn case(rng: &mut Rng, fs: &MemFs) -> Case {
             .into_iter()
             .map(|r| Entry::put(row(r), "a".into(), NOW - 50 * HOUR, 0, "old".into()))
             .collect();
-        vec![LeftOut { reader: write(fs, "/older.sst", &entries, options), tombstone_between: false }]
+        vec![LeftOut { reader: Some(write(fs, "/older.sst", &entries, options)), tombstone_between: false }]
     } else {
         Vec::new()
     };

@@ -265,15 +265,22 @@ fn a_failed_log_sync_at_a_memtable_switch_refuses_later_writes() {
     assert_poisoned_by_io(&refused);
 }
 
-#[test]
-fn writes_are_refused_after_a_flush_fails_until_reopen() {
-    let fs = MemFs::new();
-    let path = std::path::Path::new("/db");
-    let (db, t) = open_with_table(path, mem_options(&fs));
+/// A database at `path` on `fs` holding row `a`, poisoned by a flush whose
+/// SSTable write failed.
+fn poisoned_by_a_failed_flush(path: &std::path::Path, fs: &MemFs) -> (Db, cellardb::Table) {
+    let (db, t) = open_with_table(path, mem_options(fs));
     put(&t, "a", "v");
     fs.fail_writes_to(Some(".sst"));
     assert_poisoned_by_io(&db.flush());
     fs.fail_writes_to(None);
+    (db, t)
+}
+
+#[test]
+fn writes_are_refused_after_a_flush_fails_until_reopen() {
+    let fs = MemFs::new();
+    let path = std::path::Path::new("/db");
+    let (db, t) = poisoned_by_a_failed_flush(path, &fs);
     let refused = t.mutate_row("b", [Mutation::set_cell("cf1", "q", 1000, "v")]);
     assert_poisoned_by_io(&refused);
     assert_poisoned_by_io(&db.flush());
@@ -553,11 +560,7 @@ fn a_compaction_whose_manifest_is_in_doubt_deletes_no_file_either_manifest_needs
 fn after_a_background_failure_schema_changes_and_drops_are_refused_and_close_reports_it() {
     let fs = MemFs::new();
     let path = std::path::Path::new("/db");
-    let (db, t) = open_with_table(path, mem_options(&fs));
-    put(&t, "a", "v");
-    fs.fail_writes_to(Some(".sst"));
-    assert_poisoned_by_io(&db.flush());
-    fs.fail_writes_to(None);
+    let (db, t) = poisoned_by_a_failed_flush(path, &fs);
     assert_poisoned_by_io(&db.create_family("t", "g", GcRule::none()));
     assert_poisoned_by_io(&t.drop_row_range(cellardb::RowRange::prefix("a")));
     assert_poisoned_by_io(&db.close());

@@ -4,7 +4,10 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use cellardb::inspect::{LogReader, MANIFEST_FILE_NAME, read_manifest};
+use cellardb::fs::LOG_SIZE_UNIT;
+use cellardb::inspect::{
+    LogReader, MANIFEST_FILE_NAME, ManifestState, log_file_name, log_sized_in_units, read_manifest,
+};
 use serde_json::json;
 
 use crate::dump_sst::file_error;
@@ -25,7 +28,8 @@ pub struct Args {
 pub fn run(args: &Args, out: &mut Out) -> Outcome {
     let path = &args.file;
     let data = std::fs::read(path).map_err(|e| file_error(path, &e))?;
-    let families = family_names(path);
+    let manifest = manifest_beside(path);
+    let families = family_names(manifest.as_ref());
     let family = |store: u32| families.get(&store).cloned().unwrap_or_else(|| format!("store{store}"));
     let mut write_error = None;
     let replayed = LogReader::new(path, &data).read(|offset, record| {
@@ -56,6 +60,19 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
     }
     let stats = replayed?;
     let len = data.len() as u64;
+    if listed_as_being_written(manifest.as_ref(), path)
+        && log_sized_in_units(&data)
+        && !data.len().is_multiple_of(LOG_SIZE_UNIT)
+    {
+        // Neither a crash nor the engine changes the size of a log being
+        // written from whole units; only a closed log is trimmed.
+        let unit = LOG_SIZE_UNIT >> 10;
+        eprintln!(
+            "cellar: {}: the manifest lists this log as being written, and its {len} bytes are not a whole number \
+             of {unit} KiB units: cut or grown from outside; recovery refuses it",
+            path.display()
+        );
+    }
     match &stats.torn_tail {
         Some(torn) => {
             if args.json {
@@ -86,11 +103,23 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
     Ok(())
 }
 
-/// Family names by store id, from the manifest beside `log`; none if it
-/// cannot be read (the dump then names stores by id).
-fn family_names(log: &Path) -> HashMap<u32, String> {
+/// The manifest beside `log`, if it can be read.
+fn manifest_beside(log: &Path) -> Option<ManifestState> {
     let manifest = log.with_file_name(MANIFEST_FILE_NAME);
-    let Ok(data) = std::fs::read(&manifest) else { return HashMap::new() };
-    let Ok(state) = read_manifest(&manifest, &data) else { return HashMap::new() };
+    let data = std::fs::read(&manifest).ok()?;
+    read_manifest(&manifest, &data).ok()
+}
+
+/// Family names by store id, from `manifest`; none without one (the dump
+/// then names stores by id).
+fn family_names(manifest: Option<&ManifestState>) -> HashMap<u32, String> {
+    let Some(state) = manifest else { return HashMap::new() };
     state.tables.iter().flat_map(|t| &t.families).map(|f| (f.store, f.name.clone())).collect()
+}
+
+/// Whether `manifest` lists `log` as a log being written (not closed).
+fn listed_as_being_written(manifest: Option<&ManifestState>, log: &Path) -> bool {
+    manifest.is_some_and(|state| {
+        state.logs.iter().any(|l| l.closed_size.is_none() && log.file_name() == Some(log_file_name(l.number).as_ref()))
+    })
 }

@@ -54,7 +54,7 @@ pub use crate::sst::format::{FOOTER_LEN as SST_FOOTER_LEN, VERSION as SST_FORMAT
 pub use crate::sst::{BlockHandle, CheckReport, DecodedBlock, Footer, IndexEntry, Properties, SstReader};
 use crate::sst::{SstOptions, SstOrigin, SstWriter};
 use crate::wal::WalReader;
-pub use crate::wal::{ReplayStats, TornTail};
+pub use crate::wal::{ReplayStats, TornTail, sized_in_units as log_sized_in_units};
 use crate::{Error, Result, manifest, sst, wal};
 
 /// The file name of SSTable number `n` (`000012.sst`).

@@ -106,10 +106,11 @@ fn a_torn_log_tail_is_cut_and_reported() {
     }
     let dir = crash_copy_of(live.path());
     let log = log_files(dir.path()).pop().unwrap();
-    // Cut the last record (the file goes on in preallocated zeros).
+    // The last record's last bytes never reached the disk: zeros, as in
+    // the preallocated room after them.
     let len = records_end(&std::fs::read(&log).unwrap()) as u64;
-    let f = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
-    f.set_len(len - 3).unwrap();
+    let size = std::fs::metadata(&log).unwrap().len();
+    std::fs::OpenOptions::new().write(true).open(&log).unwrap().write_all_at(&[0; 3], len - 3).unwrap();
     let (db, t) = open_with_table(dir.path(), Options::default());
     let got: Vec<String> = scan_all(&t).into_iter().map(|c| c.0).collect();
     assert_eq!(got, (0..9).map(|i| format!("k{i}")).collect::<Vec<_>>());
@@ -117,7 +118,7 @@ fn a_torn_log_tail_is_cut_and_reported() {
     assert_eq!(report.torn_tails.len(), 1);
     let torn = &report.torn_tails[0];
     assert_eq!(torn.file, log);
-    assert!(torn.dropped_bytes > 0 && torn.offset + torn.dropped_bytes == len - 3);
+    assert!(torn.offset < len - 3 && torn.offset + torn.dropped_bytes == size);
     drop(t);
     drop(db);
     let (db, _t) = open_with_table(dir.path(), Options::default());
@@ -125,13 +126,67 @@ fn a_torn_log_tail_is_cut_and_reported() {
 }
 
 #[test]
-fn garbage_appended_to_the_log_is_a_torn_tail_in_tolerant_mode_only() {
+fn a_log_being_written_cut_short_or_grown_is_corruption_in_both_modes() {
+    let live = tempfile::tempdir().unwrap();
+    let (_db, t) = open_with_table(live.path(), Options::default().durability(Durability::Sync));
+    for i in 0..10 {
+        put(&t, &format!("k{i}"), "v");
+    }
+    let image = crash_copy_of(live.path());
+    let log = log_files(image.path()).pop().unwrap();
+    let records = std::fs::read(&log).unwrap();
+    let end = records_end(&records);
+    let mut damages: Vec<(&str, Vec<u8>)> = vec![
+        // At the end of the ninth record: the log reads whole, one row short.
+        ("cut at a record boundary", records[..end - (end - 12) / 10].to_vec()),
+        ("cut after its last record", records[..end].to_vec()),
+        ("cut in its zeros", records[..end + 100].to_vec()),
+    ];
+    let mut grown = records.clone();
+    grown.extend_from_slice(&[0xab; 100]);
+    damages.push(("grown by garbage", grown));
+    for (damage, bytes) in damages {
+        for mode in [RecoveryMode::TolerateCorruptTail, RecoveryMode::AbsoluteConsistency] {
+            let dir = crash_copy_of(image.path());
+            std::fs::write(dir.path().join(log.file_name().unwrap()), &bytes).unwrap();
+            match Options::default().recovery_mode(mode).open(dir.path()) {
+                Err(Error::Corruption { file, offset, .. }) => {
+                    assert_eq!(file, dir.path().join(log.file_name().unwrap()), "{damage}, {mode:?}");
+                    assert_eq!(offset, bytes.len() as u64, "{damage}, {mode:?}: named at the file's end");
+                }
+                other => panic!("{damage}, {mode:?}: {:?}, not Error::Corruption", other.map(|_| ())),
+            }
+        }
+    }
+    let (_db, t) = open_with_table(image.path(), Options::default());
+    assert_eq!(scan_all(&t).len(), 10, "undamaged, the same image opens whole");
+}
+
+#[test]
+fn a_log_of_format_version_1_is_replayed_as_found() {
     let live = tempfile::tempdir().unwrap();
     let (_db, t) = open_with_table(live.path(), Options::default());
     put(&t, "a", "v");
     let dir = crash_copy_of(live.path());
     let log = log_files(dir.path()).pop().unwrap();
-    std::fs::OpenOptions::new().append(true).open(&log).unwrap().write_all(&[0xabu8; 100]).unwrap();
+    // Version 1 trimmed a log being written when its writer was dropped.
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes.truncate(records_end(&bytes));
+    bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+    std::fs::write(&log, &bytes).unwrap();
+    let (_db, t) = open_with_table(dir.path(), Options::default());
+    assert_eq!(scan_all(&t), vec![flat("a", "cf1", "q", 1000, "v")]);
+}
+
+#[test]
+fn garbage_after_the_last_record_is_a_torn_tail_in_tolerant_mode_only() {
+    let live = tempfile::tempdir().unwrap();
+    let (_db, t) = open_with_table(live.path(), Options::default());
+    put(&t, "a", "v");
+    let dir = crash_copy_of(live.path());
+    let log = log_files(dir.path()).pop().unwrap();
+    let end = records_end(&std::fs::read(&log).unwrap()) as u64;
+    std::fs::OpenOptions::new().write(true).open(&log).unwrap().write_all_at(&[0xabu8; 100], end).unwrap();
     let strict = Options::default().recovery_mode(RecoveryMode::AbsoluteConsistency).open(dir.path());
     assert!(matches!(strict, Err(Error::Corruption { .. })), "strict mode refuses: {:?}", strict.err());
     let (_db, t) = open_with_table(dir.path(), Options::default());
@@ -312,6 +367,12 @@ fn the_cut_of_a_torn_tail_survives_an_open_that_fails_afterwards() {
     fs.fail_writes_to(Some(".sst"));
     assert!(Options::default().file_system(std::sync::Arc::new(fs.clone())).open(path).is_err());
     fs.fail_writes_to(None);
+    {
+        use cellardb::fs::Fs;
+        let cut = fs.read(&log).unwrap();
+        assert_eq!(cut.len() % cellardb::fs::LOG_SIZE_UNIT, 0, "cut by zeroing: the log keeps its size");
+        assert!(records_end(&cut) < len, "the damaged record is zeros");
+    }
     // A new, empty log may now follow the cut one: the cut one opens clean.
     let (db, t) = open_with_table(path, mem_options(&fs));
     assert_eq!(scan_all(&t), vec![flat("a", "cf1", "q", 1000, "v")]);

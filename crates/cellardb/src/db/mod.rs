@@ -208,16 +208,25 @@ impl DbHandle {
         if !first {
             return Ok(());
         }
-        // The log is synced, then dropped, which ends the file at its last
-        // record, and the manifest records it closed at that length, so
-        // that damage to it later is not taken for a crash's torn tail; only
-        // then may another open take the directory.
+        // The log is synced, the manifest records it closed at its length,
+        // so that damage to it later is not taken for a crash's torn tail,
+        // and its file is ended there; only then may another open take the
+        // directory.
         let closed = core.close_log();
         core.lock.lock().take();
         closed?;
         // A failure no call has reported yet (a compaction after the last
         // write) is reported here, not swallowed.
         core.background_error().map_or(Ok(()), Err)
+    }
+}
+
+/// Ends the file of a log the manifest records closed at its length. A
+/// failure costs disk space only: recovery reads the zeros after a closed
+/// log's length as the room it was given.
+pub(super) fn trim_closed_log(wal: WalWriter) {
+    if let Err(e) = wal.trim() {
+        log::warn!("cellardb: could not trim a closed log: {e}");
     }
 }
 
@@ -230,11 +239,11 @@ impl Drop for DbHandle {
 }
 
 impl Core {
-    /// Syncs the log, drops it (trimming its file to its records) and
-    /// records it in the manifest as closed at that length. Nothing to do
-    /// for a read-only database. After a failed write the log is left
-    /// recorded as being written: what the failure left at its end is for
-    /// recovery to judge, as after a crash.
+    /// Syncs the log, records it in the manifest as closed at its length,
+    /// then trims its file to that length. Nothing to do for a read-only
+    /// database. After a failed write the log is left recorded as being
+    /// written, and its file as it is: what the failure left at its end is
+    /// for recovery to judge, as after a crash.
     fn close_log(&self) -> Result<()> {
         let mut cs = self.commit.lock();
         let Some(mut wal) = cs.wal.take() else { return Ok(()) };
@@ -243,8 +252,9 @@ impl Core {
             return Ok(());
         }
         let (number, size) = (cs.mem.wal_number(), wal.len());
-        drop(wal);
-        self.change_manifest(&mut self.state.lock(), |next| next.close_log(number, size))
+        self.change_manifest(&mut self.state.lock(), |next| next.close_log(number, size))?;
+        trim_closed_log(wal);
+        Ok(())
     }
 
     /// Writes the manifest as `change` leaves a copy of `st`'s, and makes

@@ -8,8 +8,8 @@
 //!    logs the manifest never listed (their creation failed or was cut
 //!    short before any record was written to them);
 //! 4. replay the remaining logs in order into a memtable (a torn tail of the
-//!    last log is cut — the file truncated there — and reported; damage
-//!    anywhere else is an error);
+//!    last log is cut — zeroed, the file keeping its size — and reported;
+//!    damage anywhere else is an error);
 //! 5. flush what was replayed, start a new log, write the manifest, and
 //!    delete the replayed logs.
 //!
@@ -35,7 +35,7 @@ use super::flush::parse_number;
 use super::stats::{Counters, RecoveryReport};
 use super::version::{Schema, SstHandle, SuperVersion};
 use super::{CommitState, Core, EngineState};
-use crate::fs::{FileLock, Fs};
+use crate::fs::{FileLock, Fs, LOG_SIZE_UNIT};
 use crate::manifest::{self, LogMeta, ManifestState};
 use crate::memtable::Memtable;
 use crate::model::RowBatch;
@@ -80,12 +80,14 @@ pub(super) fn recover(dir: &Path, opts: Options) -> Result<Core> {
 
     let replayed = Arc::new(Memtable::new(0));
     let mut last_seq = state.last_seq;
-    if let Some(torn) = replay_logs(dir, &opts, &state, &logs, &replayed, &mut last_seq, &mut report)? {
+    if let Some((torn, damage_end)) = replay_logs(dir, &opts, &state, &logs, &replayed, &mut last_seq, &mut report)? {
         // Make the cut permanent before anything else happens: were this
         // open to fail later, this log would no longer be the newest, and
-        // its damage would then read as corruption.
+        // its damage would then read as corruption. Zeroed, not truncated:
+        // a log being written keeps its size in whole units, which is how
+        // recovery tells a cut from outside.
         let path = &torn.file;
-        fs.truncate(path, torn.offset).map_err(|e| Error::io(path, e))?;
+        fs.zero_range(path, torn.offset..damage_end).map_err(|e| Error::io(path, e))?;
         log::warn!(
             "cellardb: log {} ends in a damaged record at offset {} ({}); cut {} bytes there",
             torn.file.display(),
@@ -236,6 +238,7 @@ fn gather_read_only(dir: &Path, opts: &Options) -> Result<Option<(Parts, Arc<Mem
     let mut report = RecoveryReport::default();
     // A torn tail here is most likely a record being written: left as it is.
     let replayed = replay_logs(dir, opts, &state, &logs, &mem, &mut last_seq, &mut report);
+    let replayed = replayed.map(|torn| torn.map(|(torn, _)| torn));
     let after = fs.read(&manifest_path).map_err(|e| Error::io(&manifest_path, e))?;
     if after != before {
         // A flush or switch meanwhile may have deleted or closed a log
@@ -256,12 +259,14 @@ fn not_a_database(dir: &Path) -> Error {
 
 /// Replays `logs` in order into `into`, raising `last_seq` to the highest
 /// sequence number met and counting what was replayed in `report`. Returns
-/// the torn tail of the newest log, which the recovery mode may tolerate.
+/// the torn tail of the newest log, which the recovery mode may tolerate,
+/// with the end of its last byte that is not zero.
 ///
 /// Where the manifest lists the live logs, each listed log must be
 /// among `logs`, and begin with its header; a log it records as closed must
 /// hold intact records up to exactly its closed length, and nothing but
-/// zeros after it. Otherwise the writes it held are lost, which is
+/// zeros after it; a log being written must be a whole number of
+/// [`LOG_SIZE_UNIT`]s long. Otherwise the writes it held are lost, which is
 /// `Error::Corruption`, not a torn tail, whatever the mode.
 fn replay_logs(
     dir: &Path,
@@ -271,7 +276,7 @@ fn replay_logs(
     into: &Memtable,
     last_seq: &mut u64,
     report: &mut RecoveryReport,
-) -> Result<Option<wal::TornTail>> {
+) -> Result<Option<(wal::TornTail, u64)>> {
     if let Some(missing) = missing_log(dir, manifest, logs) {
         return Err(missing);
     }
@@ -287,7 +292,8 @@ fn replay_logs(
         })?;
         report.logs_replayed += 1;
         report.records_replayed += stats.records;
-        torn = stats.torn_tail;
+        let damage_end = data.iter().rposition(|&b| b != 0).map_or(0, |i| i as u64 + 1);
+        torn = stats.torn_tail.map(|t| (t, damage_end));
     }
     Ok(torn)
 }
@@ -334,14 +340,31 @@ pub(crate) fn replay_log(
 }
 
 /// The part of `data`, the file of `log`, that holds its records: the
-/// whole file for a log being written (its header checked), the bytes up to
+/// whole file for a log being written (its header checked, and its size, a
+/// whole number of units for a version that keeps it so), the bytes up to
 /// its closed length for a closed one.
 fn check_listed_log<'a>(path: &Path, data: &'a [u8], log: &LogMeta) -> Result<&'a [u8]> {
     if !data.starts_with(wal::MAGIC) {
         let what = "the manifest lists this log, and it has no header: emptied or overwritten";
         return Err(Error::corruption(path, 0, what));
     }
-    let Some(size) = log.closed_size else { return Ok(data) };
+    if data.len() < wal::FILE_HEADER_LEN {
+        // Listed only once its header was synced.
+        let what = "the manifest lists this log, and its header is cut short";
+        return Err(Error::corruption(path, data.len() as u64, what));
+    }
+    let Some(size) = log.closed_size else {
+        if wal::sized_in_units(data) && !data.len().is_multiple_of(LOG_SIZE_UNIT) {
+            let what = format!(
+                "a log being written is {} bytes long, not a whole number of {} KiB units: cut short from \
+                 outside the engine, and the writes after the cut are lost",
+                data.len(),
+                LOG_SIZE_UNIT >> 10
+            );
+            return Err(Error::corruption(path, data.len() as u64, what));
+        }
+        return Ok(data);
+    };
     let size = usize::try_from(size).unwrap_or(usize::MAX);
     if data.len() < size {
         let what = format!("a log closed at {size} bytes is {} bytes long: cut short", data.len());

@@ -256,15 +256,17 @@ impl Core {
         let wal = WalWriter::create(&*self.fs, &self.dir, number, self.opts.memtable_size)?;
         // The manifest lists the new log before anything is written to it,
         // and the old one as closed at its length (its file is trimmed to
-        // it when the writer drops; a crash before that leaves zeros after
-        // it, which recovery accepts). Its write syncs the directory, so
-        // the new log's name is durable too.
+        // it only then; a crash before that leaves zeros after it, which
+        // recovery accepts). Its write syncs the directory, so the new
+        // log's name is durable too.
         let (closed, closed_size) = (cs.mem.wal_number(), old.len());
         self.change_manifest(&mut st, |next| {
             next.close_log(closed, closed_size);
             next.logs.push(LogMeta::open(number));
         })?;
-        cs.wal = Some(wal);
+        if let Some(closed) = cs.wal.replace(wal) {
+            super::trim_closed_log(closed);
+        }
         let frozen = std::mem::replace(&mut cs.mem, Arc::new(Memtable::new(number)));
         st.imm.push(frozen);
         self.install(&st, cs.mem.clone());

@@ -10,9 +10,12 @@
 //! The file is preallocated (`fallocate` on Linux) before it is mapped, so a
 //! full disk is an error when the log is created or grown, never a `SIGBUS`
 //! on a write to the mapping. It grows by unmapping, preallocating more and
-//! mapping again. Dropping the log trims the file to the bytes appended; a
-//! crash leaves the preallocated tail as zeros, which the log reader takes
-//! for the end of the log (`docs/format/wal.md`).
+//! mapping again, always to a whole number of 1 MiB units, and changes size
+//! in one step, so that a crash leaves it a multiple of
+//! [`super::LOG_SIZE_UNIT`]; the preallocated tail is zeros, which the log
+//! reader takes for the end of the log (`docs/format/wal.md`). Only
+//! [`LogFile::trim`], once the log is recorded closed, ends the file at the
+//! bytes appended; dropping the log leaves the file as it is.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -24,6 +27,10 @@ use super::LogFile;
 
 /// Smallest preallocation, and the unit preallocations are rounded up to.
 const GROWTH_UNIT: usize = 1 << 20;
+const _: () = assert!(GROWTH_UNIT.is_multiple_of(super::LOG_SIZE_UNIT));
+
+/// The unit of a write of zeros (a page).
+const PAGE: u64 = 4096;
 
 /// An append-only log file written through a shared mapping.
 pub(super) struct MappedLog {
@@ -59,7 +66,7 @@ impl MappedLog {
         preallocate(&self.file, self.len as u64, capacity as u64)?;
         // SAFETY: the mapping covers the file's preallocated extent, which
         // nothing truncates while it is mapped (this struct unmaps before
-        // trimming, in `drop`). Only this struct writes the file, through
+        // trimming, in `trim`). Only this struct writes the file, through
         // `&mut self`, and the LOCK file keeps other cellardb processes out
         // of the directory. `preallocate` reserved the blocks (by
         // `fallocate`, or by writing zeros), so a store into the mapping
@@ -74,27 +81,39 @@ impl MappedLog {
 }
 
 /// Reserves disk blocks for the file up to `len` bytes (`used` bytes at
-/// its start hold data): `fallocate` where the file system supports it,
-/// else by writing zeros, never by leaving a hole that a store into the
+/// its start hold data), never by leaving a hole that a store into the
 /// mapping would have to fill (and could not, on a full disk: `SIGBUS`).
+/// The size changes in one step, from the old to `len`, so that a crash,
+/// or a full disk part way, leaves one or the other.
 fn preallocate(file: &File, used: u64, len: u64) -> io::Result<()> {
     #[cfg(target_os = "linux")]
-    match rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), 0, len) {
-        Ok(()) => return Ok(()),
+    match rustix::fs::fallocate(file, rustix::fs::FallocateFlags::KEEP_SIZE, 0, len) {
+        // The blocks are reserved past the end; the size follows at once.
+        Ok(()) => return file.set_len(len.max(file.metadata()?.len())),
         Err(e) if e == rustix::io::Errno::OPNOTSUPP => {}
         Err(e) => return Err(e.into()),
     }
     write_zeros(file, used, len)
 }
 
+/// Writes zeros from the end of the file (or `from`) to `to`: the last page
+/// first, which gives the file its new size in one write, then the pages
+/// between.
 fn write_zeros(file: &File, from: u64, to: u64) -> io::Result<()> {
     use std::os::unix::fs::FileExt;
+    let start = from.max(file.metadata()?.len());
+    if start >= to {
+        return Ok(());
+    }
+    let last_page = to.saturating_sub(PAGE).max(start);
     let zeros = vec![0u8; GROWTH_UNIT];
-    let mut at = from.max(file.metadata()?.len());
-    while at < to {
-        let n = usize::try_from(to - at).map_or(zeros.len(), |left| left.min(zeros.len()));
-        file.write_all_at(&zeros[..n], at)?;
-        at += n as u64;
+    for (from, to) in [(last_page, to), (start, last_page)] {
+        let mut at = from;
+        while at < to {
+            let n = usize::try_from(to - at).map_or(zeros.len(), |left| left.min(zeros.len()));
+            file.write_all_at(&zeros[..n], at)?;
+            at += n as u64;
+        }
     }
     Ok(())
 }
@@ -122,14 +141,10 @@ impl LogFile for MappedLog {
         self.synced = self.len;
         Ok(())
     }
-}
 
-impl Drop for MappedLog {
-    fn drop(&mut self) {
+    fn trim(&mut self) -> io::Result<()> {
         self.map = None;
-        if let Err(e) = self.file.set_len(self.len as u64) {
-            log::warn!("cellardb: could not trim log {}: {e}", self.path.display());
-        }
+        self.file.set_len(self.len as u64)
     }
 }
 
@@ -138,7 +153,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn appends_grow_the_mapping_and_drop_trims_the_file() {
+    fn appends_grow_the_mapping_in_whole_units_and_only_trim_ends_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("000001.log");
         let mut log = MappedLog::create(&path, 0).unwrap();
@@ -148,10 +163,38 @@ mod tests {
             log.append(&record).unwrap();
             expected.extend_from_slice(&record);
         }
+        log.append(b"end").unwrap();
+        expected.extend_from_slice(b"end");
         log.sync().unwrap();
-        assert!(std::fs::metadata(&path).unwrap().len() >= expected.len() as u64);
+        let size = std::fs::metadata(&path).unwrap().len();
+        assert!(size >= expected.len() as u64);
+        assert_eq!(size % super::super::LOG_SIZE_UNIT as u64, 0, "a log being written is sized in whole units");
         assert_eq!(&std::fs::read(&path).unwrap()[..expected.len()], &expected[..], "visible to readers at once");
-        drop(log);
+        log.trim().unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), expected);
+    }
+
+    #[test]
+    fn a_dropped_log_keeps_its_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000001.log");
+        let mut log = MappedLog::create(&path, 0).unwrap();
+        log.append(b"records").unwrap();
+        drop(log);
+        let data = std::fs::read(&path).unwrap();
+        assert_eq!(data.len(), GROWTH_UNIT);
+        assert_eq!(&data[..7], b"records");
+        assert!(data[7..].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn zeros_extend_the_file_to_the_size_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let file =
+            OpenOptions::new().read(true).write(true).create(true).truncate(true).open(dir.path().join("f")).unwrap();
+        write_zeros(&file, 0, GROWTH_UNIT as u64 + PAGE).unwrap();
+        assert_eq!(file.metadata().unwrap().len(), GROWTH_UNIT as u64 + PAGE);
+        write_zeros(&file, 0, 2 * GROWTH_UNIT as u64).unwrap();
+        assert_eq!(file.metadata().unwrap().len(), 2 * GROWTH_UNIT as u64);
     }
 }

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use super::{FileLock, Fs, LogFile, WritableFile};
+use super::{FileLock, Fs, LOG_SIZE_UNIT, LogFile, WritableFile};
 
 /// In-memory files with a power-loss model. Clones share the same files.
 #[derive(Debug, Clone, Default)]
@@ -102,8 +102,10 @@ pub enum FsOp {
     Rename,
     /// Removing a file.
     Remove,
-    /// Cutting a file to a length.
-    Truncate,
+    /// Zeroing a range of a file.
+    ZeroRange,
+    /// Ending a log at its bytes ([`LogFile::trim`]).
+    Trim,
     /// Listing a directory.
     List,
     /// Syncing a directory's entries.
@@ -116,7 +118,7 @@ pub enum FsOp {
 
 impl FsOp {
     /// Every kind.
-    pub const ALL: [FsOp; 12] = [
+    pub const ALL: [FsOp; 13] = [
         FsOp::Create,
         FsOp::Write,
         FsOp::Sync,
@@ -124,7 +126,8 @@ impl FsOp {
         FsOp::Map,
         FsOp::Rename,
         FsOp::Remove,
-        FsOp::Truncate,
+        FsOp::ZeroRange,
+        FsOp::Trim,
         FsOp::List,
         FsOp::SyncDir,
         FsOp::Size,
@@ -171,9 +174,10 @@ impl Fault {
 struct Inode {
     data: Vec<u8>,
     synced_len: usize,
-    /// A log's reserved size: the file reads as its data followed by zeros
-    /// up to here, as a preallocated file does (its size is durable from
-    /// creation), until the log is dropped and trimmed.
+    /// A log's reserved size, a whole number of [`LOG_SIZE_UNIT`]s: the
+    /// file reads as its data followed by zeros up to here, as a
+    /// preallocated file does (its size is durable from creation), until
+    /// the log is trimmed.
     preallocated: usize,
     /// Byte ranges a failed sync dropped: zeros in any crash copy.
     lost: Vec<Range<usize>>,
@@ -363,15 +367,13 @@ struct MemFile {
     path: PathBuf,
 }
 
-/// A log: a preallocated file, trimmed to its data when dropped.
+/// A log: a file preallocated in whole [`LOG_SIZE_UNIT`]s, ended at its
+/// data only by [`LogFile::trim`].
 struct MemLog(MemFile);
 
-impl Drop for MemLog {
-    fn drop(&mut self) {
-        if let Some(inode) = self.0.state.lock().inodes.get_mut(&self.0.inode) {
-            inode.preallocated = 0;
-        }
-    }
+/// `len` rounded up to whole log units (one at least).
+fn log_units(len: usize) -> usize {
+    len.max(1).next_multiple_of(LOG_SIZE_UNIT)
 }
 
 impl WritableFile for MemFile {
@@ -410,11 +412,26 @@ impl WritableFile for MemFile {
 
 impl LogFile for MemLog {
     fn append(&mut self, buf: &[u8]) -> io::Result<()> {
-        self.0.write_all(buf)
+        let written = self.0.write_all(buf);
+        if let Some(inode) = self.0.state.lock().inodes.get_mut(&self.0.inode)
+            && inode.data.len() > inode.preallocated
+        {
+            inode.preallocated = log_units(inode.data.len());
+        }
+        written
     }
 
     fn sync(&mut self) -> io::Result<()> {
         self.0.sync_data()
+    }
+
+    fn trim(&mut self) -> io::Result<()> {
+        let mut s = self.0.state.lock();
+        s.check(FsOp::Trim, &self.0.path)?;
+        if let Some(inode) = s.inodes.get_mut(&self.0.inode) {
+            inode.preallocated = 0;
+        }
+        Ok(())
     }
 }
 
@@ -456,7 +473,7 @@ impl Fs for MemFs {
     fn create_log(&self, path: &Path, capacity: usize) -> io::Result<Box<dyn LogFile>> {
         let file = self.create_file(path)?;
         if let Some(inode) = self.state.lock().inodes.get_mut(&file.inode) {
-            inode.preallocated = capacity;
+            inode.preallocated = log_units(capacity);
         }
         Ok(Box::new(MemLog(file)))
     }
@@ -488,23 +505,20 @@ impl Fs for MemFs {
         Ok(())
     }
 
-    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
+    fn zero_range(&self, path: &Path, range: Range<u64>) -> io::Result<()> {
         let mut s = self.state.lock();
         if s.failing(path) {
             return Err(injected());
         }
-        s.check(FsOp::Truncate, path)?;
+        s.check(FsOp::ZeroRange, path)?;
         let id = *s.names.get(path).ok_or_else(|| not_found(path))?;
         if let Some(inode) = s.inodes.get_mut(&id) {
-            inode.data.truncate(usize::try_from(len).unwrap_or(usize::MAX));
-            inode.synced_len = inode.data.len();
-            // Bytes written from here on are new: no earlier loss covers them.
-            let end = inode.data.len();
-            inode.lost.retain_mut(|range| {
-                range.end = range.end.min(end);
-                range.start < range.end
-            });
-            inode.preallocated = 0;
+            let len = inode.data.len();
+            let end = usize::try_from(range.end).map_or(len, |end| end.min(len));
+            let start = usize::try_from(range.start).map_or(len, |start| start.min(end));
+            inode.data[start..end].fill(0);
+            // Synced, as the real one's `sync_data` does.
+            inode.synced_len = len;
         }
         Ok(())
     }

@@ -18,6 +18,7 @@ mod os;
 
 use std::fmt::Debug;
 use std::io;
+use std::ops::Range;
 use std::path::Path;
 
 use bytes::Bytes;
@@ -39,11 +40,25 @@ pub trait WritableFile: Send {
     fn sync_data(&mut self) -> io::Result<()>;
 }
 
+/// The unit a log file's size comes in while it is being written: its size
+/// is always a multiple of this (64 KiB), at or past the bytes appended,
+/// until it is trimmed ([`LogFile::trim`]).
+///
+/// Recovery relies on it: since neither a crash nor the engine shortens a
+/// log being written, one whose size is not a multiple of the unit was cut
+/// from outside, and the writes after the cut are lost — which a cut at a
+/// record boundary would otherwise hide.
+pub const LOG_SIZE_UNIT: usize = 64 << 10;
+
 /// A log file open for appending: what the write-ahead log writes through.
 ///
 /// `append` must leave the bytes where they survive a crash of this process
 /// (the operating system's page cache), `sync` where they survive power loss.
-/// Dropping the file ends it at the bytes appended.
+///
+/// From its creation until [`LogFile::trim`], the file's size must be a
+/// multiple of [`LOG_SIZE_UNIT`], and zeros past the bytes appended: the
+/// room is reserved in whole units, never given back. A crash, and a drop
+/// of the `LogFile`, leave it so.
 #[allow(
     clippy::missing_errors_doc,
     reason = "every method fails with the file system's own I/O error, as `std::fs` does"
@@ -53,6 +68,10 @@ pub trait LogFile: Send {
     fn append(&mut self, buf: &[u8]) -> io::Result<()>;
     /// Makes every byte appended so far durable.
     fn sync(&mut self) -> io::Result<()>;
+    /// Ends the file at the bytes appended, giving back the reserved room:
+    /// called once, after the manifest records the log closed at that
+    /// length. Not durable by itself: a crash may leave the zeros.
+    fn trim(&mut self) -> io::Result<()>;
 }
 
 /// Proof that this process holds a directory's lock; dropping it releases it.
@@ -107,8 +126,9 @@ pub trait Fs: Send + Sync + Debug {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Removes the file `path`.
     fn remove(&self, path: &Path) -> io::Result<()>;
-    /// Cuts `path` to `len` bytes, durably.
-    fn truncate(&self, path: &Path, len: u64) -> io::Result<()>;
+    /// Overwrites the bytes `range` of `path` with zeros, durably; the
+    /// file keeps its size.
+    fn zero_range(&self, path: &Path, range: Range<u64>) -> io::Result<()>;
     /// Names of the files in `dir`.
     fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
     /// Makes the directory's entries (creations, renames, removals) durable.

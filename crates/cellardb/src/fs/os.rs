@@ -3,6 +3,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::ops::Range;
 use std::path::Path;
 
 use bytes::Bytes;
@@ -80,10 +81,18 @@ impl Fs for OsFs {
         fs::remove_file(path)
     }
 
-    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
+    fn zero_range(&self, path: &Path, range: Range<u64>) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
         let file = OpenOptions::new().write(true).open(path)?;
-        file.set_len(len)?;
-        file.sync_all()
+        let end = range.end.min(file.metadata()?.len());
+        let zeros = vec![0u8; 64 << 10];
+        let mut at = range.start;
+        while at < end {
+            let n = usize::try_from(end - at).map_or(zeros.len(), |left| left.min(zeros.len()));
+            file.write_all_at(&zeros[..n], at)?;
+            at += n as u64;
+        }
+        file.sync_data()
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {

@@ -17,12 +17,24 @@ pub use writer::WalWriter;
 
 /// First bytes of every log file.
 pub const MAGIC: &[u8; 8] = b"CELLARWL";
-/// Format version written after the magic. Version changes: 1 is the first.
-pub const VERSION: u32 = 1;
+/// Format version written after the magic. Version changes: 1 is the
+/// first; 2 promises that the file, while it is being written, is a whole
+/// number of [`crate::fs::LOG_SIZE_UNIT`]s long (same bytes otherwise).
+/// Both are read.
+pub const VERSION: u32 = 2;
+/// The oldest version read.
+pub const OLDEST_VERSION: u32 = 1;
 /// Bytes before the first record: magic and version.
 pub const FILE_HEADER_LEN: usize = 12;
 /// Bytes of a record's header: header checksum, length, payload checksum.
 pub const RECORD_HEADER_LEN: usize = 12;
+
+/// Whether a log file starting with `data` was written by a version that
+/// keeps it a whole number of [`crate::fs::LOG_SIZE_UNIT`]s long until it
+/// is closed (version 2 on).
+pub fn sized_in_units(data: &[u8]) -> bool {
+    data.get(8..12).is_some_and(|v| u32::from_le_bytes([v[0], v[1], v[2], v[3]]) >= 2)
+}
 
 /// The file name of log number `n`.
 pub fn file_name(n: u64) -> String {

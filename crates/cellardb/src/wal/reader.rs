@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use super::frame::record_at;
-use super::{FILE_HEADER_LEN, MAGIC, RECORD_HEADER_LEN, VERSION};
+use super::{FILE_HEADER_LEN, MAGIC, OLDEST_VERSION, RECORD_HEADER_LEN, VERSION};
 use crate::coding::DecodeError;
 use crate::{Error, Result};
 
@@ -137,8 +137,9 @@ impl<'a> WalReader<'a> {
             return Err(self.corruption(0, "not a cellardb log: bad magic"));
         }
         let version = u32::from_le_bytes([self.data[8], self.data[9], self.data[10], self.data[11]]);
-        if version != VERSION {
-            return Err(self.corruption(8, format!("log format version {version}, expected {VERSION}")));
+        if !(OLDEST_VERSION..=VERSION).contains(&version) {
+            let what = format!("log format version {version}, expected {OLDEST_VERSION} to {VERSION}");
+            return Err(self.corruption(8, what));
         }
         Ok(())
     }

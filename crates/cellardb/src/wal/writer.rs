@@ -10,7 +10,7 @@ use crate::{Error, Result};
 pub struct WalWriter {
     file: Box<dyn LogFile>,
     path: PathBuf,
-    /// Bytes appended: where the file ends once dropped.
+    /// Bytes appended: where the file ends once trimmed.
     len: u64,
 }
 
@@ -36,10 +36,16 @@ impl WalWriter {
         Ok(())
     }
 
-    /// Bytes appended, header included: the file's length once the writer
-    /// is dropped (which trims the preallocated rest).
+    /// Bytes appended, header included: the file's length once trimmed.
     pub fn len(&self) -> u64 {
         self.len
+    }
+
+    /// Ends the file at the bytes appended ([`LogFile::trim`]). Only for a
+    /// log the manifest records closed at [`WalWriter::len`]: until then the
+    /// file keeps its preallocated size, which recovery checks.
+    pub fn trim(mut self) -> Result<()> {
+        self.file.trim().map_err(|e| Error::io(&self.path, e))
     }
 
     /// Makes everything appended durable.

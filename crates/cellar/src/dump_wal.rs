@@ -82,7 +82,7 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
             } else {
                 writeln!(
                     out,
-                    "torn tail at offset {}: {}; {} records before it; recovery cuts the {} bytes from there",
+                    "torn tail at offset {}: {}; {} records before it; recovery zeroes the {} bytes from there",
                     torn.offset, torn.what, stats.records, torn.dropped_bytes
                 )?;
             }

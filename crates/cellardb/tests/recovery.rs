@@ -128,7 +128,8 @@ fn a_torn_log_tail_is_cut_and_reported() {
 #[test]
 fn a_log_being_written_cut_short_or_grown_is_corruption_in_both_modes() {
     let live = tempfile::tempdir().unwrap();
-    let (_db, t) = open_with_table(live.path(), Options::default().durability(Durability::Sync));
+    let small = || Options::default().memtable_size(256 << 10);
+    let (_db, t) = open_with_table(live.path(), small().durability(Durability::Sync));
     for i in 0..10 {
         put(&t, &format!("k{i}"), "v");
     }
@@ -149,7 +150,7 @@ fn a_log_being_written_cut_short_or_grown_is_corruption_in_both_modes() {
         for mode in [RecoveryMode::TolerateCorruptTail, RecoveryMode::AbsoluteConsistency] {
             let dir = crash_copy_of(image.path());
             std::fs::write(dir.path().join(log.file_name().unwrap()), &bytes).unwrap();
-            match Options::default().recovery_mode(mode).open(dir.path()) {
+            match small().recovery_mode(mode).open(dir.path()) {
                 Err(Error::Corruption { file, offset, .. }) => {
                     assert_eq!(file, dir.path().join(log.file_name().unwrap()), "{damage}, {mode:?}");
                     assert_eq!(offset, bytes.len() as u64, "{damage}, {mode:?}: named at the file's end");
@@ -158,7 +159,7 @@ fn a_log_being_written_cut_short_or_grown_is_corruption_in_both_modes() {
             }
         }
     }
-    let (_db, t) = open_with_table(image.path(), Options::default());
+    let (_db, t) = open_with_table(image.path(), small());
     assert_eq!(scan_all(&t).len(), 10, "undamaged, the same image opens whole");
 }
 

@@ -292,8 +292,7 @@ fn replay_logs(
         })?;
         report.logs_replayed += 1;
         report.records_replayed += stats.records;
-        let damage_end = data.iter().rposition(|&b| b != 0).map_or(0, |i| i as u64 + 1);
-        torn = stats.torn_tail.map(|t| (t, damage_end));
+        torn = stats.torn_tail.map(|t| (t, data.iter().rposition(|&b| b != 0).map_or(0, |i| i as u64 + 1)));
     }
     Ok(torn)
 }

@@ -98,7 +98,8 @@ fn preallocate(file: &File, used: u64, len: u64) -> io::Result<()> {
 
 /// Writes zeros from the end of the file (or `from`) to `to`: the last page
 /// first, which gives the file its new size in one write, then the pages
-/// between.
+/// between. A write that fails part way (a full disk) gives the file its
+/// old size back, as far as it can.
 fn write_zeros(file: &File, from: u64, to: u64) -> io::Result<()> {
     use std::os::unix::fs::FileExt;
     let start = from.max(file.metadata()?.len());
@@ -107,15 +108,18 @@ fn write_zeros(file: &File, from: u64, to: u64) -> io::Result<()> {
     }
     let last_page = to.saturating_sub(PAGE).max(start);
     let zeros = vec![0u8; GROWTH_UNIT];
-    for (from, to) in [(last_page, to), (start, last_page)] {
+    let write_range = |from: u64, to: u64| {
         let mut at = from;
         while at < to {
             let n = usize::try_from(to - at).map_or(zeros.len(), |left| left.min(zeros.len()));
             file.write_all_at(&zeros[..n], at)?;
             at += n as u64;
         }
-    }
-    Ok(())
+        Ok(())
+    };
+    write_range(last_page, to).and_then(|()| write_range(start, last_page)).inspect_err(|_| {
+        let _ = file.set_len(start);
+    })
 }
 
 impl LogFile for MappedLog {

@@ -85,6 +85,19 @@ impl Fs for OsFs {
         use std::os::unix::fs::FileExt;
         let file = OpenOptions::new().write(true).open(path)?;
         let end = range.end.min(file.metadata()?.len());
+        if end <= range.start {
+            return Ok(());
+        }
+        // A hole punched needs no new blocks (writing zeros over data may,
+        // on a copy-on-write file system or a full disk).
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::fs::FallocateFlags;
+            let punch = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
+            if rustix::fs::fallocate(&file, punch, range.start, end - range.start).is_ok() {
+                return file.sync_data();
+            }
+        }
         let zeros = vec![0u8; 64 << 10];
         let mut at = range.start;
         while at < end {
@@ -120,5 +133,24 @@ impl Fs for OsFs {
             Err(fs::TryLockError::WouldBlock) => Ok(None),
             Err(fs::TryLockError::Error(e)) => Err(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_range_zeroes_the_range_and_keeps_the_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000001.log");
+        let data: Vec<u8> = (1..=255).cycle().take(3 * 4096 + 100).collect();
+        fs::write(&path, &data).unwrap();
+        OsFs.zero_range(&path, 100..(2 * 4096 + 7)).unwrap();
+        OsFs.zero_range(&path, (3 * 4096)..u64::MAX).unwrap();
+        let mut expected = data.clone();
+        expected[100..2 * 4096 + 7].fill(0);
+        expected[3 * 4096..].fill(0);
+        assert_eq!(fs::read(&path).unwrap(), expected);
     }
 }

@@ -85,9 +85,9 @@ pub struct ManifestState {
 pub struct LogMeta {
     /// File number.
     pub number: u64,
-    /// For a log closed cleanly (trimmed to its records and synced), its
-    /// length in bytes; `None` for a log still being written, or being
-    /// written when the engine stopped.
+    /// For a log closed cleanly (synced, then trimmed to its records once
+    /// this is recorded), its length in bytes; `None` for a log still being
+    /// written, or being written when the engine stopped.
     pub closed_size: Option<u64>,
 }
 

@@ -75,8 +75,12 @@ impl<'a> WalReader<'a> {
         mut apply: impl FnMut(u64, &'a [u8]) -> Result<()>,
     ) -> Result<ReplayStats> {
         let mut stats = ReplayStats::default();
-        if self.data.iter().all(|&b| b == 0) {
-            // Created (and preallocated) but never written: an empty log.
+        let written = self.data.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        if written < FILE_HEADER_LEN && self.is_header_prefix(written) {
+            // Created (and preallocated) but never written, or its header
+            // cut short by a crash or a failed write at its creation, the
+            // room after it zeros: an empty log.
+            stats.end_offset = if written == 0 { 0 } else { FILE_HEADER_LEN.min(self.data.len()) as u64 };
             return Ok(stats);
         }
         self.check_header()?;
@@ -124,16 +128,18 @@ impl<'a> WalReader<'a> {
         Ok(stats)
     }
 
+    /// Whether the first `n` bytes are the start of a log header, of a
+    /// version this reader reads.
+    fn is_header_prefix(&self, n: usize) -> bool {
+        (OLDEST_VERSION..=VERSION).any(|version| {
+            let mut header = MAGIC.to_vec();
+            header.extend_from_slice(&version.to_le_bytes());
+            self.data.get(..n).is_some_and(|start| header.starts_with(start))
+        })
+    }
+
     fn check_header(&self) -> Result<()> {
-        if self.data.len() < FILE_HEADER_LEN {
-            // A crash right after creating the file can leave the header short.
-            return if self.data.iter().zip(MAGIC).all(|(a, b)| a == b) {
-                Ok(())
-            } else {
-                Err(self.corruption(0, "not a cellardb log: bad magic"))
-            };
-        }
-        if &self.data[..8] != MAGIC {
+        if self.data.len() < FILE_HEADER_LEN || &self.data[..8] != MAGIC {
             return Err(self.corruption(0, "not a cellardb log: bad magic"));
         }
         let version = u32::from_le_bytes([self.data[8], self.data[9], self.data[10], self.data[11]]);
@@ -251,6 +257,27 @@ mod tests {
         let (rows, stats) = replay(&vec![0u8; 1 << 16]).unwrap();
         assert!(rows.is_empty());
         assert_eq!(stats.torn_tail, None);
+    }
+
+    #[test]
+    fn a_header_cut_short_at_creation_then_zeros_is_an_empty_log() {
+        let header = log_of(&[]);
+        for written in 1..=header.len() {
+            for size in [written, FILE_HEADER_LEN, 1 << 16] {
+                let mut data = header[..written].to_vec();
+                data.resize(size.max(written), 0);
+                let (rows, stats) = replay(&data).unwrap_or_else(|e| panic!("{written} of {size}: {e}"));
+                assert!(rows.is_empty() && stats.torn_tail.is_none(), "{written} of {size}");
+            }
+        }
+        let mut foreign = b"CELLARXX".to_vec();
+        foreign.resize(1 << 16, 0);
+        assert!(matches!(replay(&foreign), Err(Error::Corruption { offset: 0, .. })));
+        assert!(matches!(replay(b"CELLAX"), Err(Error::Corruption { offset: 0, .. })));
+        let mut later = header[..6].to_vec();
+        later.resize(100, 0);
+        later.push(7);
+        assert!(replay(&later).is_err(), "a short header with bytes after it is no empty log");
     }
 
     #[test]

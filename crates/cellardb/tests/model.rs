@@ -5,6 +5,8 @@
 //!
 //! Seeded and bounded in time (`CELLARDB_MODEL_SECS`, default 6). A failure
 //! prints its seed; `CELLARDB_MODEL_SEED=N` replays that seed alone.
+//! `CELLARDB_MODEL_FIRST_SEED=N` starts the seeds at `N` (default 0), so
+//! that runs side by side try different ones.
 
 #![allow(
     clippy::cast_possible_truncation,
@@ -358,11 +360,12 @@ fn engine_agrees_with_the_model() {
         return;
     }
     let secs = std::env::var("CELLARDB_MODEL_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(6);
+    let first: u64 = std::env::var("CELLARDB_MODEL_FIRST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
     let deadline = Instant::now() + Duration::from_secs(secs);
     let mut seeds = 0;
     while seeds < 4 || Instant::now() < deadline {
-        run_seed(seeds, 400);
+        run_seed(first + seeds, 400);
         seeds += 1;
     }
-    eprintln!("model test: {seeds} seeds of 400 operations agreed");
+    eprintln!("model test: {seeds} seeds of 400 operations agreed (seeds {first} to {})", first + seeds - 1);
 }

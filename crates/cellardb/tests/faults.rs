@@ -574,3 +574,29 @@ fn a_failed_sync_loses_its_bytes_for_good_on_mem_fs() {
     assert_eq!(after, b"aaaa\0\0\0\0cccc", "the failed sync's bytes are zeros after power loss");
     assert_eq!(cellardb::fs::Fs::read(&fs, path).expect("read"), b"aaaabbbbcccc", "the page cache still has them");
 }
+
+#[test]
+fn a_log_on_mem_fs_is_sized_in_whole_units_and_a_trim_is_undone_by_power_loss() {
+    use cellardb::fs::{Fs, LOG_SIZE_UNIT};
+    let fs = MemFs::new();
+    let path = Path::new("/000001.log");
+    let mut log = fs.create_log(path, 100).expect("create");
+    log.append(b"records").expect("append");
+    log.sync().expect("sync");
+    fs.sync_dir(Path::new("/")).expect("sync dir");
+    let mut reserved = b"records".to_vec();
+    reserved.resize(LOG_SIZE_UNIT, 0);
+    assert_eq!(fs.read(path).expect("read"), reserved, "one unit reserved");
+    log.append(&vec![7; LOG_SIZE_UNIT]).expect("append past the unit");
+    assert_eq!(fs.read(path).expect("read").len(), 2 * LOG_SIZE_UNIT, "grown by whole units");
+    log.sync().expect("sync");
+    log.trim().expect("trim");
+    assert_eq!(fs.read(path).expect("read").len(), 7 + LOG_SIZE_UNIT, "trimmed to its records");
+    assert_eq!(fs.process_crash_copy().read(path).expect("read").len(), 7 + LOG_SIZE_UNIT);
+    assert_eq!(fs.crash_copy().read(path).expect("read").len(), 2 * LOG_SIZE_UNIT, "the trim was not synced");
+    let other = Path::new("/000002.log");
+    let mut dropped = fs.create_log(other, 0).expect("create");
+    dropped.append(b"records").expect("append");
+    drop(dropped);
+    assert_eq!(fs.read(other).expect("read").len(), LOG_SIZE_UNIT, "dropping a log leaves its size");
+}

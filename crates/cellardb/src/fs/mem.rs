@@ -4,7 +4,9 @@
 //! crash up to its last `sync_data`; a name (creation, rename, removal)
 //! survives only once its directory was synced after the change. Everything
 //! else is lost by [`MemFs::crash_copy`]; [`MemFs::torn_crash_copy`] also
-//! keeps part of what was not synced, its last page possibly garbage.
+//! keeps part of what was not synced, its last page possibly garbage. A
+//! log's size is reserved in whole units and durable from its creation;
+//! trimming it is not synced, so power loss leaves the size before the trim.
 //!
 //! Faults: every operation is counted by kind ([`FsOp`]), and the Nth
 //! operation of a kind can be made to fail ([`MemFs::fail_operation`]) with
@@ -179,6 +181,9 @@ struct Inode {
     /// preallocated file does (its size is durable from creation), until
     /// the log is trimmed.
     preallocated: usize,
+    /// The reserved size power loss leaves: a trim is not synced, so the
+    /// size before it.
+    durable_preallocated: usize,
     /// Byte ranges a failed sync dropped: zeros in any crash copy.
     lost: Vec<Range<usize>>,
 }
@@ -201,7 +206,8 @@ impl Inode {
                 *byte = splitmix(&mut rng).to_le_bytes()[0];
             }
         }
-        Inode { synced_len: data.len(), data, preallocated: self.preallocated, lost: Vec::new() }
+        let preallocated = self.durable_preallocated;
+        Inode { synced_len: data.len(), data, preallocated, durable_preallocated: preallocated, lost: Vec::new() }
     }
 
     fn contents(&self) -> Vec<u8> {
@@ -249,7 +255,12 @@ impl MemFs {
             .filter_map(|id| {
                 let inode = s.inodes.get(id)?;
                 let data = inode.data.clone();
-                Some((*id, Inode { synced_len: data.len(), data, preallocated: inode.preallocated, lost: Vec::new() }))
+                let preallocated = inode.preallocated;
+                let durable_preallocated = inode.durable_preallocated;
+                Some((
+                    *id,
+                    Inode { synced_len: data.len(), data, preallocated, durable_preallocated, lost: Vec::new() },
+                ))
             })
             .collect();
         MemFs::from_crash(&s, s.names.clone(), inodes)
@@ -417,6 +428,7 @@ impl LogFile for MemLog {
             && inode.data.len() > inode.preallocated
         {
             inode.preallocated = log_units(inode.data.len());
+            inode.durable_preallocated = inode.preallocated;
         }
         written
     }
@@ -474,6 +486,7 @@ impl Fs for MemFs {
         let file = self.create_file(path)?;
         if let Some(inode) = self.state.lock().inodes.get_mut(&file.inode) {
             inode.preallocated = log_units(capacity);
+            inode.durable_preallocated = inode.preallocated;
         }
         Ok(Box::new(MemLog(file)))
     }

@@ -91,6 +91,17 @@ fn crash_copy_of(dir: &std::path::Path) -> tempfile::TempDir {
     copy
 }
 
+/// A crash copy of a database holding row `a` in its log being written,
+/// with the path of that log.
+fn crashed_with_row_a() -> (tempfile::TempDir, std::path::PathBuf) {
+    let live = tempfile::tempdir().unwrap();
+    let (_db, t) = open_with_table(live.path(), Options::default());
+    put(&t, "a", "v");
+    let dir = crash_copy_of(live.path());
+    let log = log_files(dir.path()).pop().unwrap();
+    (dir, log)
+}
+
 /// Where the records of a log file end: after its last byte that is not
 /// zero (a log being written goes on in preallocated zeros).
 fn records_end(data: &[u8]) -> usize {
@@ -165,11 +176,7 @@ fn a_log_being_written_cut_short_or_grown_is_corruption_in_both_modes() {
 
 #[test]
 fn a_log_of_format_version_1_is_replayed_as_found() {
-    let live = tempfile::tempdir().unwrap();
-    let (_db, t) = open_with_table(live.path(), Options::default());
-    put(&t, "a", "v");
-    let dir = crash_copy_of(live.path());
-    let log = log_files(dir.path()).pop().unwrap();
+    let (dir, log) = crashed_with_row_a();
     // Version 1 trimmed a log being written when its writer was dropped.
     let mut bytes = std::fs::read(&log).unwrap();
     bytes.truncate(records_end(&bytes));
@@ -181,11 +188,7 @@ fn a_log_of_format_version_1_is_replayed_as_found() {
 
 #[test]
 fn garbage_after_the_last_record_is_a_torn_tail_in_tolerant_mode_only() {
-    let live = tempfile::tempdir().unwrap();
-    let (_db, t) = open_with_table(live.path(), Options::default());
-    put(&t, "a", "v");
-    let dir = crash_copy_of(live.path());
-    let log = log_files(dir.path()).pop().unwrap();
+    let (dir, log) = crashed_with_row_a();
     let end = records_end(&std::fs::read(&log).unwrap()) as u64;
     std::fs::OpenOptions::new().write(true).open(&log).unwrap().write_all_at(&[0xabu8; 100], end).unwrap();
     let strict = Options::default().recovery_mode(RecoveryMode::AbsoluteConsistency).open(dir.path());

@@ -101,25 +101,27 @@ fn preallocate(file: &File, used: u64, len: u64) -> io::Result<()> {
 /// between. A write that fails part way (a full disk) gives the file its
 /// old size back, as far as it can.
 fn write_zeros(file: &File, from: u64, to: u64) -> io::Result<()> {
-    use std::os::unix::fs::FileExt;
     let start = from.max(file.metadata()?.len());
     if start >= to {
         return Ok(());
     }
     let last_page = to.saturating_sub(PAGE).max(start);
-    let zeros = vec![0u8; GROWTH_UNIT];
-    let write_range = |from: u64, to: u64| {
-        let mut at = from;
-        while at < to {
-            let n = usize::try_from(to - at).map_or(zeros.len(), |left| left.min(zeros.len()));
-            file.write_all_at(&zeros[..n], at)?;
-            at += n as u64;
-        }
-        Ok(())
-    };
-    write_range(last_page, to).and_then(|()| write_range(start, last_page)).inspect_err(|_| {
+    write_zeros_at(file, last_page, to).and_then(|()| write_zeros_at(file, start, last_page)).inspect_err(|_| {
         let _ = file.set_len(start);
     })
+}
+
+/// Writes zeros over the bytes `from..to` of `file`, in 64 KiB writes.
+pub(super) fn write_zeros_at(file: &File, from: u64, to: u64) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let zeros = vec![0u8; usize::try_from(to.saturating_sub(from)).map_or(64 << 10, |n| n.min(64 << 10))];
+    let mut at = from;
+    while at < to {
+        let n = usize::try_from(to - at).map_or(zeros.len(), |left| left.min(zeros.len()));
+        file.write_all_at(&zeros[..n], at)?;
+        at += n as u64;
+    }
+    Ok(())
 }
 
 impl LogFile for MappedLog {

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use bytes::Bytes;
 
-use super::mapped_log::MappedLog;
+use super::mapped_log::{MappedLog, write_zeros_at};
 use super::{FileLock, Fs, LogFile, WritableFile};
 
 /// The real file system.
@@ -82,7 +82,6 @@ impl Fs for OsFs {
     }
 
     fn zero_range(&self, path: &Path, range: Range<u64>) -> io::Result<()> {
-        use std::os::unix::fs::FileExt;
         let file = OpenOptions::new().write(true).open(path)?;
         let end = range.end.min(file.metadata()?.len());
         if end <= range.start {
@@ -98,13 +97,7 @@ impl Fs for OsFs {
                 return file.sync_data();
             }
         }
-        let zeros = vec![0u8; 64 << 10];
-        let mut at = range.start;
-        while at < end {
-            let n = usize::try_from(end - at).map_or(zeros.len(), |left| left.min(zeros.len()));
-            file.write_all_at(&zeros[..n], at)?;
-            at += n as u64;
-        }
+        write_zeros_at(&file, range.start, end)?;
         file.sync_data()
     }
 

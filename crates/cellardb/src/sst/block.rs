@@ -654,7 +654,7 @@ impl DecodedBlock {
     /// rest of the key field by field without locating whole entries.
     pub(crate) fn seek(&self, key: &InternalKey, inclusive: bool) -> usize {
         let rows = self.row_ends.len();
-        let row = partition_point(0, rows, |r| self.row_key(r).cmp_bytes(&key.row).is_lt());
+        let row = self.first_row_not_below(&key.row);
         let (start, end) = if rows == 1 {
             // A block inside one wide row (the common case of a seek): its
             // entries are all the row's.
@@ -676,6 +676,28 @@ impl DecodedBlock {
             return start;
         }
         partition_point(start + 1, end, below)
+    }
+
+    /// The index of the first row whose key is not below `key` (the row
+    /// count if every row's is). The prefix all rows share is compared
+    /// once; the search by halves then compares only the rest of each key.
+    fn first_row_not_below(&self, key: &[u8]) -> usize {
+        let rows = self.row_ends.len();
+        let prefix = &self.row_bytes[..self.row_prefix as usize];
+        let Some(head) = key.get(..prefix.len()) else {
+            return partition_point(0, rows, |r| self.row_key(r).cmp_bytes(key).is_lt());
+        };
+        match prefix.cmp(head) {
+            Ordering::Less => rows,
+            Ordering::Greater => 0,
+            Ordering::Equal => {
+                let rest = &key[prefix.len()..];
+                partition_point(0, rows, |r| {
+                    let (start, end) = self.row_rest(r);
+                    &self.row_bytes[start as usize..end as usize] < rest
+                })
+            }
+        }
     }
 
     /// Entry `i` against `key`, whose row is entry `i`'s.

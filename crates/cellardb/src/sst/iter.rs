@@ -210,14 +210,16 @@ impl SstIter {
     }
 
     /// Moves to the first entry at or after `lo`, whose block is at index
-    /// `from` or later: the index is searched from there, a few blocks at a
-    /// time and then by halves, since a seek mostly lands near.
+    /// `from` or later. From a block already read, the index is searched a
+    /// few blocks at a time and then by halves, since a seek mostly lands
+    /// near; from the file's start (a new iterator, whose target may be
+    /// anywhere), by halves alone.
     fn position_at(&mut self, lo: Bound<&InternalKey>, from: usize) -> Result<()> {
         let index = self.reader.index();
         let i = match lo {
             Bound::Unbounded => 0,
-            Bound::Included(k) => gallop(index, from, |e| e.last_key < *k),
-            Bound::Excluded(k) => gallop(index, from, |e| e.last_key <= *k),
+            Bound::Included(k) => search_from(index, from, |e| e.last_key < *k),
+            Bound::Excluded(k) => search_from(index, from, |e| e.last_key <= *k),
         };
         if i >= index.len() {
             self.block = None;
@@ -388,6 +390,12 @@ impl EntrySource for SstIter {
         self.settle();
         positioned
     }
+}
+
+/// The first index at or after `from` whose item `below` turns down (as
+/// [`gallop`]): by halves from the start, galloping from anywhere else.
+fn search_from<T>(items: &[T], from: usize, below: impl Fn(&T) -> bool) -> usize {
+    if from == 0 { items.partition_point(below) } else { gallop(items, from, below) }
 }
 
 /// The first index at or after `from` whose item `below` turns down, where

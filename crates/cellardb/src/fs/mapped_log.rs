@@ -111,10 +111,14 @@ fn write_zeros(file: &File, from: u64, to: u64) -> io::Result<()> {
     })
 }
 
-/// Writes zeros over the bytes `from..to` of `file`, in 64 KiB writes.
+/// Bytes of zeros [`write_zeros_at`] writes at a time.
+const ZERO_WRITE: usize = 64 << 10;
+
+/// Writes zeros over the bytes `from..to` of `file`, in writes of at most
+/// [`ZERO_WRITE`] bytes.
 pub(super) fn write_zeros_at(file: &File, from: u64, to: u64) -> io::Result<()> {
     use std::os::unix::fs::FileExt;
-    let zeros = vec![0u8; usize::try_from(to.saturating_sub(from)).map_or(64 << 10, |n| n.min(64 << 10))];
+    let zeros = vec![0u8; usize::try_from(to.saturating_sub(from)).map_or(ZERO_WRITE, |n| n.min(ZERO_WRITE))];
     let mut at = from;
     while at < to {
         let n = usize::try_from(to - at).map_or(zeros.len(), |left| left.min(zeros.len()));

@@ -692,10 +692,7 @@ impl DecodedBlock {
             Ordering::Greater => 0,
             Ordering::Equal => {
                 let rest = &key[prefix.len()..];
-                partition_point(0, rows, |r| {
-                    let (start, end) = self.row_rest(r);
-                    &self.row_bytes[start as usize..end as usize] < rest
-                })
+                partition_point(0, rows, |r| self.row_key(r).rest < rest)
             }
         }
     }

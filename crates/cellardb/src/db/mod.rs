@@ -360,13 +360,8 @@ impl Core {
         for d in &st.manifest.drops {
             drops.entry(d.store).or_default().push(d.clone());
         }
-        let sv = SuperVersion {
-            mem,
-            imm: st.imm.iter().rev().cloned().collect(),
-            files,
-            drops,
-            schema: Arc::new(Schema { tables: st.manifest.tables.clone() }),
-        };
+        let imm = st.imm.iter().rev().cloned().collect();
+        let sv = SuperVersion::new((mem, imm), files, drops, Arc::new(Schema { tables: st.manifest.tables.clone() }));
         let mut level0 = std::collections::HashMap::<u32, usize>::new();
         for m in st.manifest.ssts.iter().filter(|m| m.level == 0) {
             *level0.entry(m.store).or_default() += 1;

@@ -131,13 +131,8 @@ impl Core {
         parts: Parts,
     ) -> Core {
         let Parts { state, handles, cache, report, last_seq } = parts;
-        let sv = SuperVersion {
-            mem: mem.clone(),
-            imm: Vec::new(),
-            files: HashMap::new(),
-            drops: HashMap::new(),
-            schema: Arc::new(Schema { tables: state.tables.clone() }),
-        };
+        let schema = Arc::new(Schema { tables: state.tables.clone() });
+        let sv = SuperVersion::new((mem.clone(), Vec::new()), HashMap::new(), HashMap::new(), schema);
         let core = Core {
             dir: dir.to_path_buf(),
             fs: opts.fs.clone(),

@@ -15,7 +15,7 @@ use crate::model::cell::now_micros;
 use crate::model::mutation::validate_row_key;
 use crate::model::row_set::KeySpan;
 use crate::model::{Filter, Row, RowRef, RowSet};
-use crate::read::{FamilyView, RowScanner, RowStart, Scanned};
+use crate::read::{FamilyView, ReadFamilies, RowScanner, RowStart, Scanned};
 use crate::sst::SstIter;
 use crate::{Error, Result};
 
@@ -204,7 +204,7 @@ struct Started {
     sv: Arc<SuperVersion>,
     snapshot: u64,
     now: i64,
-    families: Arc<Vec<FamilyView>>,
+    families: ReadFamilies,
     /// Where a forward read of one row may start in a file without
     /// tombstones.
     row_start: Option<RowStart>,
@@ -268,21 +268,20 @@ impl ReadRows {
                 } else if !reverse && !s.spans.is_empty() {
                     // The first of many spans read forward: one merge of
                     // every source any of them needs, moved from span to span.
-                    let (merge, sources) = merge_read(&s.sv, &s.families, &span, s.spans.back(), &self.table)?;
-                    let families = s.families.clone();
-                    let mut scanner = RowScanner::new(merge, families, filter.clone(), s.snapshot, s.now, reverse);
+                    let (merge, sources) = merge_read(&s.sv, &s.families.views, &span, s.spans.back(), &self.table)?;
+                    let mut scanner = RowScanner::new(merge, &s.families, filter.clone(), s.snapshot, s.now, reverse);
                     scanner.report_dropped(report_scanned);
                     s.scanner = Some(scanner);
                     s.sources = Some(sources);
                     move_on(s, &span)?;
                 } else {
                     let start = if reverse { None } else { s.row_start.as_ref() };
-                    let merge = merge_span(&s.sv, &s.families, &span, start, reverse, &self.table)?;
+                    let merge = merge_span(&s.sv, &s.families.views, &span, start, reverse, &self.table)?;
                     if let Some(scanner) = &mut s.scanner {
                         scanner.restart(merge);
                     } else {
-                        let families = s.families.clone();
-                        let mut scanner = RowScanner::new(merge, families, filter.clone(), s.snapshot, s.now, reverse);
+                        let mut scanner =
+                            RowScanner::new(merge, &s.families, filter.clone(), s.snapshot, s.now, reverse);
                         scanner.report_dropped(report_scanned);
                         s.scanner = Some(scanner);
                     }
@@ -316,18 +315,7 @@ impl ReadRows {
         core.check_open()?;
         let (snapshot, sv) = core.snapshot();
         let table = sv.schema.table_by_id(self.table.id).ok_or_else(|| Error::table_not_found(&self.table.name))?;
-        let families: Vec<FamilyView> = table
-            .families
-            .iter()
-            .filter(|f| self.filter.may_select_family(&f.name))
-            .map(|f| FamilyView {
-                name: f.name.clone(),
-                store: f.store,
-                gc_rule: f.gc_rule.clone(),
-                aggregate: f.aggregate,
-                drops: sv.drops_of(f.store).to_vec(),
-            })
-            .collect();
+        let families = sv.read_families(table, |name| self.filter.may_select_family(name));
         let mut spans: VecDeque<KeySpan> = self.rows.spans().into();
         if self.reverse {
             spans = spans.into_iter().rev().collect();
@@ -336,7 +324,7 @@ impl ReadRows {
             sv,
             snapshot,
             now: now_micros(),
-            families: Arc::new(families),
+            families,
             row_start: RowStart::of(&self.filter),
             spans,
             span: None,
@@ -355,9 +343,8 @@ fn read_forward(s: &mut Started, table: &Table, key: Bytes, filter: &Arc<Filter>
     let mut hi = key.to_vec();
     hi.push(0);
     let span = KeySpan { lo: key, hi: Some(Bytes::from(hi)) };
-    let merge = merge_span(&s.sv, &s.families, &span, s.row_start.as_ref(), false, table)?;
-    let scanner =
-        s.forward.insert(RowScanner::new(merge, s.families.clone(), filter.clone(), s.snapshot, s.now, false));
+    let merge = merge_span(&s.sv, &s.families.views, &span, s.row_start.as_ref(), false, table)?;
+    let scanner = s.forward.insert(RowScanner::new(merge, &s.families, filter.clone(), s.snapshot, s.now, false));
     Ok(matches!(scanner.next_row()?, Scanned::Row))
 }
 
@@ -402,7 +389,7 @@ fn move_on(s: &mut Started, span: &KeySpan) -> Result<()> {
     let (Some(sources), Some(scanner)) = (s.sources.as_ref(), s.scanner.as_mut()) else { return Ok(()) };
     let bounds = key_bounds(span);
     let single_row = span.single_row();
-    let (families, row_start) = (&s.families, s.row_start.as_ref());
+    let (families, row_start) = (&s.families.views, s.row_start.as_ref());
     scanner.merge_mut().restart_each(|i, source| {
         let Some(what) = sources.get(i) else { return source.restart(bounds.clone(), false) };
         let Some(file) = &what.file else { return source.restart(bounds.clone(), true) };

@@ -15,6 +15,7 @@ use crate::fs::Fs;
 use crate::manifest::SstMeta;
 use crate::memtable::Memtable;
 use crate::model::{FamilyMeta, RangeDrop, TableMeta};
+use crate::read::{FamilyView, ReadFamilies};
 use crate::sst::{SstBlockCache, SstReader};
 
 /// An open, live SSTable.
@@ -92,21 +93,60 @@ pub(crate) struct SuperVersion {
     pub drops: HashMap<u32, Vec<RangeDrop>>,
     /// The schema.
     pub schema: Arc<Schema>,
+    /// Every family of each table as a read sees it, by table id.
+    families: HashMap<u32, ReadFamilies>,
 }
 
 impl SuperVersion {
+    /// A snapshot of these memtables (the one taking writes, then the
+    /// frozen ones, newest first), files, dropped ranges and schema.
+    pub fn new(
+        (mem, imm): (Arc<Memtable>, Vec<Arc<Memtable>>),
+        files: HashMap<u32, Vec<Arc<SstHandle>>>,
+        drops: HashMap<u32, Vec<RangeDrop>>,
+        schema: Arc<Schema>,
+    ) -> SuperVersion {
+        let families =
+            schema.tables.iter().map(|t| (t.id, ReadFamilies::new(family_views(t, &drops, |_| true)))).collect();
+        SuperVersion { mem, imm, files, drops, schema, families }
+    }
+
+    /// The families of `table` that `keep` keeps, as a read sees them:
+    /// shared with other reads if it keeps every one.
+    pub fn read_families(&self, table: &TableMeta, keep: impl Fn(&str) -> bool) -> ReadFamilies {
+        match self.families.get(&table.id) {
+            Some(all) if table.families.iter().all(|f| keep(&f.name)) => all.clone(),
+            _ => ReadFamilies::new(family_views(table, &self.drops, keep)),
+        }
+    }
+
     /// Every memtable, newest first.
     pub fn memtables(&self) -> impl Iterator<Item = &Arc<Memtable>> {
         std::iter::once(&self.mem).chain(&self.imm)
-    }
-
-    /// The dropped row ranges of `store`.
-    pub fn drops_of(&self, store: u32) -> &[RangeDrop] {
-        self.drops.get(&store).map_or(&[], Vec::as_slice)
     }
 
     /// The live SSTables of `store`, newest first.
     pub fn files_of(&self, store: u32) -> &[Arc<SstHandle>] {
         self.files.get(&store).map_or(&[], Vec::as_slice)
     }
+}
+
+/// The families of `table` that `keep` keeps, in the table's order.
+fn family_views(
+    table: &TableMeta,
+    drops: &HashMap<u32, Vec<RangeDrop>>,
+    keep: impl Fn(&str) -> bool,
+) -> Vec<FamilyView> {
+    table
+        .families
+        .iter()
+        .filter(|f| keep(&f.name))
+        .map(|f| FamilyView {
+            name: f.name.clone(),
+            store: f.store,
+            gc_rule: f.gc_rule.clone(),
+            aggregate: f.aggregate,
+            drops: drops.get(&f.store).cloned().unwrap_or_default(),
+        })
+        .collect()
 }

@@ -68,25 +68,39 @@ impl Cap {
     pub const NONE: Cap = Cap { entries: usize::MAX, column_run: usize::MAX };
 }
 
-/// Capacity of a new row buffer. Rows handed out are split off the front
-/// of one buffer ([`RowGather::take_bytes`]), so rows of a few hundred
-/// bytes share an allocation instead of making one each; a row kept
-/// alone pins at most this much beside its own bytes.
+/// Capacity of a row buffer once rows are handed out. They are split off
+/// the front of one buffer ([`RowGather::take_bytes`]), so rows of a few
+/// hundred bytes share an allocation instead of making one each; a row
+/// kept alone pins at most this much beside its own bytes.
 const ROW_BUFFER: usize = 4096;
 
 /// The entries of the row last gathered.
 #[derive(Debug)]
 pub(crate) struct RowGather {
     key: Vec<u8>,
+    /// Starts empty and grows to the row: a read of one row, or of rows
+    /// lent rather than handed out, allocates what it holds. (A first
+    /// buffer of `ROW_BUFFER` cost a point read a large allocation and,
+    /// in glibc, a sweep of its free lists.)
     bytes: BytesMut,
     entries: Vec<Gathered>,
+    /// A row was handed out since the last row was gathered.
+    row_handed_out: bool,
+    /// The buffer is one of `ROW_BUFFER` bytes, set up once rows are
+    /// handed out: the capacity it grows back to when rows handed out
+    /// still hold the last one.
+    shared_by_rows: bool,
 }
 
 impl Default for RowGather {
     fn default() -> Self {
-        // The capacity a buffer starts with is the one it grows back to
-        // when rows handed out still hold the last one.
-        RowGather { key: Vec::new(), bytes: BytesMut::with_capacity(ROW_BUFFER), entries: Vec::new() }
+        RowGather {
+            key: Vec::new(),
+            bytes: BytesMut::new(),
+            entries: Vec::new(),
+            row_handed_out: false,
+            shared_by_rows: false,
+        }
     }
 }
 
@@ -129,6 +143,10 @@ impl RowGather {
         cap: Cap,
     ) -> Result<Gather> {
         self.entries.clear();
+        if std::mem::take(&mut self.row_handed_out) && !self.shared_by_rows {
+            self.bytes = BytesMut::with_capacity(ROW_BUFFER);
+            self.shared_by_rows = true;
+        }
         self.bytes.clear();
         self.key.clear();
         let Some((_, first)) = merge.current() else {
@@ -248,6 +266,7 @@ impl RowGather {
     /// allocation takes the next row, and once every row split off it is
     /// dropped, the whole of it is reused.
     pub fn take_bytes(&mut self) -> Bytes {
+        self.row_handed_out = true;
         self.bytes.split().freeze()
     }
 }

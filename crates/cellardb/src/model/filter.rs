@@ -223,6 +223,9 @@ impl Filter {
     /// How deep the filter nests, counted without recursion (a filter
     /// nested too deep for recursion is what this guards against).
     fn depth(&self) -> usize {
+        if !matches!(self, Filter::Chain(_) | Filter::Interleave(_) | Filter::Condition { .. }) {
+            return 1; // a leaf: no stack to allocate, on every read
+        }
         let mut deepest = 0;
         let mut stack = vec![(self, 1)];
         while let Some((filter, depth)) = stack.pop() {

@@ -177,19 +177,18 @@ impl RowSet {
             .filter(|s| !s.is_empty())
             .collect();
         spans.sort_by(|a, b| a.lo.cmp(&b.lo));
-        let mut merged: Vec<KeySpan> = Vec::with_capacity(spans.len());
-        for s in spans {
-            match merged.last_mut() {
-                Some(last) if last.hi.as_ref().is_none_or(|hi| s.lo <= *hi) => {
-                    last.hi = match (&last.hi, &s.hi) {
-                        (Some(a), Some(b)) => Some(a.max(b).clone()),
-                        _ => None,
-                    };
-                }
-                _ => merged.push(s),
+        // Merged in place: a read of one key allocates no second list.
+        spans.dedup_by(|next, kept| {
+            let joins = kept.hi.as_ref().is_none_or(|hi| next.lo <= *hi);
+            if joins {
+                kept.hi = match (&kept.hi, &next.hi) {
+                    (Some(a), Some(b)) => Some(a.max(b).clone()),
+                    _ => None,
+                };
             }
-        }
-        merged
+            joins
+        });
+        spans
     }
 }
 

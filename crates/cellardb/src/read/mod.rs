@@ -9,5 +9,5 @@
 mod scan;
 mod seek;
 
-pub(crate) use scan::{FamilyView, RowScanner, Scanned};
+pub(crate) use scan::{FamilyView, ReadFamilies, RowScanner, Scanned};
 pub(crate) use seek::{RowStart, Seeker};

@@ -27,6 +27,23 @@ pub(crate) struct FamilyView {
     pub drops: Vec<RangeDrop>,
 }
 
+/// The families a read sees, in rank order, with their names as rows
+/// name them. A snapshot keeps those of every family of every table
+/// ([`crate::db::version::SuperVersion`]), so a read of them all, the
+/// usual one, shares them rather than building them again.
+#[derive(Debug, Clone)]
+pub(crate) struct ReadFamilies {
+    pub views: Arc<Vec<FamilyView>>,
+    pub names: Arc<Vec<String>>,
+}
+
+impl ReadFamilies {
+    pub fn new(views: Vec<FamilyView>) -> ReadFamilies {
+        let names = views.iter().map(|f| f.name.clone()).collect();
+        ReadFamilies { views: Arc::new(views), names: Arc::new(names) }
+    }
+}
+
 /// Entries a reversed read gathers of one row before it gives up and reads
 /// the row forward. A merge cannot seek backwards within a row, so a
 /// reversed read of a wide row would step over every entry of it, however
@@ -86,13 +103,13 @@ pub(crate) struct RowScanner {
 impl RowScanner {
     pub fn new(
         merge: MergingIter,
-        families: Arc<Vec<FamilyView>>,
+        families: &ReadFamilies,
         filter: Arc<Filter>,
         snapshot: u64,
         now: i64,
         reverse: bool,
     ) -> Self {
-        let names = Arc::new(families.iter().map(|f| f.name.clone()).collect());
+        let (families, names) = (families.views.clone(), families.names.clone());
         let seekable = filter.has_head();
         let seeker = if reverse { None } else { super::Seeker::new(&filter, &families, snapshot) };
         RowScanner {

@@ -84,12 +84,13 @@ pub(crate) struct RowGather {
     /// in glibc, a sweep of its free lists.)
     bytes: BytesMut,
     entries: Vec<Gathered>,
-    /// A row was handed out since the last row was gathered.
-    row_handed_out: bool,
     /// The buffer is one of `ROW_BUFFER` bytes, set up once rows are
     /// handed out: the capacity it grows back to when rows handed out
     /// still hold the last one.
     shared_by_rows: bool,
+    /// A row was handed out of a buffer that is not: the next row sets
+    /// one up.
+    wants_shared_buffer: bool,
 }
 
 impl Default for RowGather {
@@ -98,8 +99,8 @@ impl Default for RowGather {
             key: Vec::new(),
             bytes: BytesMut::new(),
             entries: Vec::new(),
-            row_handed_out: false,
             shared_by_rows: false,
+            wants_shared_buffer: false,
         }
     }
 }
@@ -143,9 +144,9 @@ impl RowGather {
         cap: Cap,
     ) -> Result<Gather> {
         self.entries.clear();
-        if std::mem::take(&mut self.row_handed_out) && !self.shared_by_rows {
+        if self.wants_shared_buffer {
             self.bytes = BytesMut::with_capacity(ROW_BUFFER);
-            self.shared_by_rows = true;
+            (self.shared_by_rows, self.wants_shared_buffer) = (true, false);
         }
         self.bytes.clear();
         self.key.clear();
@@ -266,7 +267,7 @@ impl RowGather {
     /// allocation takes the next row, and once every row split off it is
     /// dropped, the whole of it is reused.
     pub fn take_bytes(&mut self) -> Bytes {
-        self.row_handed_out = true;
+        self.wants_shared_buffer = !self.shared_by_rows;
         self.bytes.split().freeze()
     }
 }

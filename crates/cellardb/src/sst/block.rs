@@ -400,7 +400,6 @@ impl<'a> RowKey<'a> {
     /// The key, as `buf` now holds it.
     pub(crate) fn copy_into(&self, buf: &mut Vec<u8>) {
         buf.clear();
-        buf.reserve(self.len());
         buf.extend_from_slice(self.prefix);
         buf.extend_from_slice(self.rest);
     }

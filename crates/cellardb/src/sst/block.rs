@@ -329,7 +329,7 @@ pub struct DecodedBlock {
 
 /// The first index of `lo..hi` where `below` turns false (`below` true
 /// then false along the range).
-fn partition_point(mut lo: usize, mut hi: usize, below: impl Fn(usize) -> bool) -> usize {
+pub(crate) fn partition_point(mut lo: usize, mut hi: usize, below: impl Fn(usize) -> bool) -> usize {
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
         if below(mid) {

@@ -10,7 +10,7 @@ use bytes::Bytes;
 
 use super::block::DecodedBlock;
 use super::format::{BlockCompression, BlockHandle, FOOTER_LEN, Footer, MAX_RAW_BLOCK, TRAILER_LEN, check_trailer};
-use super::index::{self, IndexEntry};
+use super::index::{self, IndexEntry, IndexRows};
 use super::writer::LastKey;
 use super::{Properties, bloom};
 use crate::cache::BlockCache;
@@ -34,6 +34,8 @@ pub struct SstReader {
     data: Bytes,
     footer: Footer,
     index: Vec<IndexEntry>,
+    /// The index's last-key rows in one allocation, for seeks.
+    index_rows: IndexRows,
     bloom: Bytes,
     props: Properties,
     blocks_decoded: AtomicU64,
@@ -63,12 +65,14 @@ impl SstReader {
             data,
             footer,
             index: Vec::new(),
+            index_rows: IndexRows::default(),
             bloom: Bytes::new(),
             props: Properties::default(),
             blocks_decoded: AtomicU64::new(0),
         };
         let raw_index = reader.read_raw(&footer.index)?;
         reader.index = index::decode(&raw_index).map_err(|e| reader.block_corruption(&footer.index, &e))?;
+        reader.index_rows = IndexRows::of(&reader.index).map_err(|e| reader.block_corruption(&footer.index, &e))?;
         reader.bloom = reader.read_raw(&footer.bloom)?;
         let raw_props = reader.read_raw(&footer.props)?;
         reader.props = Properties::decode(&raw_props).map_err(|e| reader.block_corruption(&footer.props, &e))?;
@@ -103,6 +107,11 @@ impl SstReader {
     /// The index: one entry per data block.
     pub fn index(&self) -> &[IndexEntry] {
         &self.index
+    }
+
+    /// The index's last-key rows, for a seek's search.
+    pub(crate) fn index_rows(&self) -> &IndexRows {
+        &self.index_rows
     }
 
     /// Bytes of the bloom filter block.

@@ -96,7 +96,7 @@ pub fn file_error(path: &Path, e: &std::io::Error) -> Failure {
 
 fn summary(r: &SstReader, json: bool, out: &mut Out) -> Outcome {
     let (p, f) = (r.props(), r.footer());
-    let bloom_bits = r.bloom_bytes().saturating_sub(1) * 8;
+    let bloom = r.bloom();
     if json {
         let v = json!({
             "record": "summary",
@@ -120,7 +120,7 @@ fn summary(r: &SstReader, json: bool, out: &mut Out) -> Outcome {
             "stored_data_bytes": p.stored_data_bytes,
             "data_blocks": p.data_blocks,
             "index": {"offset": f.index.offset, "stored_bytes": f.index.stored_len, "raw_bytes": f.index.raw_len},
-            "bloom": {"offset": f.bloom.offset, "bytes": r.bloom_bytes(), "bits": bloom_bits},
+            "bloom": {"offset": f.bloom.offset, "bytes": r.bloom_bytes(), "layout": bloom.layout, "bits": bloom.bits, "probes": bloom.probes},
             "properties": {"offset": f.props.offset, "bytes": f.props.stored_len},
         });
         return Ok(writeln!(out, "{v}")?);
@@ -150,7 +150,7 @@ fn summary(r: &SstReader, json: bool, out: &mut Out) -> Outcome {
         ),
         ("logical", format!("{} bytes ({}x the file)", p.logical_bytes, ratio(p.logical_bytes, r.file_size()))),
         ("index", format!("{} entries, {} bytes at offset {}", r.index().len(), f.index.stored_len, f.index.offset)),
-        ("bloom", format!("{} bits (k = 7) at offset {}", bloom_bits, f.bloom.offset)),
+        ("bloom", format!("{} bits, {}, k = {}, at offset {}", bloom.bits, bloom.layout, bloom.probes, f.bloom.offset)),
         ("properties", format!("{} bytes at offset {}", f.props.stored_len, f.props.offset)),
         ("footer", format!("{} bytes at offset {}", SST_FOOTER_LEN, r.file_size() - SST_FOOTER_LEN as u64)),
     ];

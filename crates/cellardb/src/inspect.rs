@@ -51,7 +51,7 @@ pub use crate::key::{Entry, EntryKind, EntryRef, InternalKey};
 pub use crate::manifest::{FILE_NAME as MANIFEST_FILE_NAME, LogMeta, ManifestState, Record as ManifestRecord, SstMeta};
 pub use crate::model::{BatchEntry, FamilyMeta, RangeDrop, RowBatch, TableMeta};
 pub use crate::sst::format::{FOOTER_LEN as SST_FOOTER_LEN, VERSION as SST_FORMAT_VERSION};
-pub use crate::sst::{BlockHandle, CheckReport, DecodedBlock, Footer, IndexEntry, Properties, SstReader};
+pub use crate::sst::{BlockHandle, BloomSummary, CheckReport, DecodedBlock, Footer, IndexEntry, Properties, SstReader};
 use crate::sst::{SstOptions, SstOrigin, SstWriter};
 use crate::wal::WalReader;
 pub use crate::wal::{ReplayStats, TornTail, sized_in_units as log_sized_in_units};

@@ -25,6 +25,7 @@ mod writer;
 pub use block::DecodedBlock;
 #[cfg(test)]
 pub(crate) use block_builder::BlockBuilder;
+pub use bloom::BloomSummary;
 pub use format::{BlockHandle, Footer};
 pub use index::IndexEntry;
 pub use iter::SstIter;

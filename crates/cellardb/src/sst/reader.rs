@@ -8,11 +8,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
+use super::Properties;
 use super::block::DecodedBlock;
+use super::bloom::{self, BloomSummary, RowFilter};
 use super::format::{BlockCompression, BlockHandle, FOOTER_LEN, Footer, MAX_RAW_BLOCK, TRAILER_LEN, check_trailer};
 use super::index::{self, IndexEntry, IndexRows};
 use super::writer::LastKey;
-use super::{Properties, bloom};
 use crate::cache::BlockCache;
 use crate::coding::DecodeError;
 use crate::{Error, Result};
@@ -36,7 +37,7 @@ pub struct SstReader {
     index: Vec<IndexEntry>,
     /// The index's last-key rows in one allocation, for seeks.
     index_rows: IndexRows,
-    bloom: Bytes,
+    bloom: RowFilter,
     props: Properties,
     blocks_decoded: AtomicU64,
 }
@@ -66,14 +67,14 @@ impl SstReader {
             footer,
             index: Vec::new(),
             index_rows: IndexRows::default(),
-            bloom: Bytes::new(),
+            bloom: RowFilter::PassAll,
             props: Properties::default(),
             blocks_decoded: AtomicU64::new(0),
         };
         let raw_index = reader.read_raw(&footer.index)?;
         reader.index = index::decode(&raw_index).map_err(|e| reader.block_corruption(&footer.index, &e))?;
         reader.index_rows = IndexRows::of(&reader.index).map_err(|e| reader.block_corruption(&footer.index, &e))?;
-        reader.bloom = reader.read_raw(&footer.bloom)?;
+        reader.bloom = RowFilter::decode(&reader.read_raw(&footer.bloom)?);
         let raw_props = reader.read_raw(&footer.props)?;
         reader.props = Properties::decode(&raw_props).map_err(|e| reader.block_corruption(&footer.props, &e))?;
         Ok(reader)
@@ -116,7 +117,12 @@ impl SstReader {
 
     /// Bytes of the bloom filter block.
     pub fn bloom_bytes(&self) -> usize {
-        self.bloom.len()
+        self.footer.bloom.stored_len as usize
+    }
+
+    /// The bloom filter's layout, bits and probes.
+    pub fn bloom(&self) -> BloomSummary {
+        self.bloom.summary()
     }
 
     /// Data blocks decompressed and decoded since open (cache hits excluded).
@@ -126,7 +132,7 @@ impl SstReader {
 
     /// Whether the file may hold entries of `row` (false: it surely does not).
     pub fn may_contain_row(&self, row: &[u8]) -> bool {
-        bloom::may_contain(&self.bloom, bloom::row_hash(row))
+        self.bloom.may_contain(bloom::row_hash(row))
     }
 
     /// Data block `i` (the index's entry `i`), read, checked and decoded.

@@ -4,8 +4,10 @@
 //! the balloon workload and says why the default is what it is.
 //!
 //! - **Leveled** (LevelDB, RocksDB): flushed files land in level 0 and may
-//!   overlap; when `L0_TRIGGER` of them wait, they merge with the
-//!   overlapping files of level 1. Each level holds non-overlapping files and
+//!   overlap; when `L0_TRIGGER` of them wait and they hold at least
+//!   `1 / L0_RATIO` of the bytes of the level-1 files they overlap (or
+//!   `L0_MAX_WAIT` of them wait), they merge with those files. Each level
+//!   holds non-overlapping files and
 //!   `LEVEL_MULTIPLIER` times the bytes of the one above; an overfull level
 //!   pushes one file (the one overlapping least below) down.
 //! - **Time-window** (Cassandra's TWCS): level-0 files merge into level 1 as
@@ -24,8 +26,22 @@ use bytes::Bytes;
 use crate::model::GcRule;
 use crate::model::retain::file_expired;
 
-/// Level-0 files that trigger a compaction.
+/// Level-0 files that trigger a compaction (leveled: once they are also
+/// big enough against what they overlap below, [`L0_RATIO`]).
 pub const L0_TRIGGER: usize = 4;
+/// Leveled: level 0 merges into level 1 once its bytes are at least this
+/// fraction's inverse of the level-1 bytes it overlaps. Each merge rewrites
+/// those level-1 files, so merging a fixed count of small flushed files
+/// into a growing level 1 makes compaction's work per flushed byte grow
+/// with the data (a compressed flush of a 64 MiB memtable is well under a
+/// megabyte where level 1 holds tens); waiting for a share bounds it near
+/// `L0_RATIO + 1`. RocksDB's tuning advice reaches the same end by sizing
+/// level 1 like level 0 at its trigger.
+pub const L0_RATIO: u64 = 8;
+/// Leveled: level-0 files that merge whatever their size, well below the
+/// count that slows writers (`db/compact.rs`), so that reads during ingest
+/// never cross more than this many flushed files of a store.
+pub const L0_MAX_WAIT: usize = 12;
 /// Bytes of level 1 (leveled strategy) before it pushes files down.
 pub const LEVEL_BASE: u64 = 256 << 20;
 /// Growth of each level's size over the one above.
@@ -173,9 +189,12 @@ fn pick_leveled(files: &[FileInfo]) -> Option<Choice> {
     let l0 = level0(files);
     if l0.len() >= L0_TRIGGER {
         let (first, last) = span(&l0)?;
-        let mut inputs: Vec<u64> = l0.iter().map(|f| f.file).collect();
-        inputs.extend(files.iter().filter(|f| f.level == 1 && f.overlaps(first, last)).map(|f| f.file));
-        return Some(Choice::Merge { inputs, layout: OutputLayout::Level(1) });
+        let below: Vec<&FileInfo> = files.iter().filter(|f| f.level == 1 && f.overlaps(first, last)).collect();
+        let bytes = |fs: &[&FileInfo]| fs.iter().map(|f| f.size).sum::<u64>();
+        if l0.len() >= L0_MAX_WAIT || bytes(&l0).saturating_mul(L0_RATIO) >= bytes(&below) {
+            let inputs = l0.iter().chain(&below).map(|f| f.file).collect();
+            return Some(Choice::Merge { inputs, layout: OutputLayout::Level(1) });
+        }
     }
     let mut target = LEVEL_BASE;
     for level in 1..MAX_LEVEL {
@@ -257,6 +276,29 @@ mod tests {
         files.push(file(4, 0, 10, ("d", "e"), (0, 0)));
         let choice = pick(&files, &GcRule::None, 0, CompactionStrategy::Leveled);
         assert_eq!(choice, Some(Choice::Merge { inputs: vec![1, 2, 3, 4, 10], layout: OutputLayout::Level(1) }));
+    }
+
+    #[test]
+    fn level_zero_waits_until_it_is_a_share_of_what_it_rewrites() {
+        let leveled = |files: &[FileInfo]| pick(files, &GcRule::None, 0, CompactionStrategy::Leveled);
+        // Level 1 holds 100 bytes under the span; four files of 2 bytes
+        // are 8, below an eighth of it.
+        let mut files: Vec<FileInfo> = (1..=4).map(|i| file(i, 0, 2, ("b", "m"), (0, 0))).collect();
+        files.push(file(20, 1, 100, ("a", "z"), (0, 0)));
+        files.push(file(21, 1, 1000, ("x", "z"), (0, 0)));
+        assert_eq!(leveled(&files), None);
+        // Five more, 18 bytes in all: 144 ≥ 100. The level-1 file outside
+        // the span is not counted, nor merged.
+        files.extend((5..=9).map(|i| file(i, 0, 2, ("b", "m"), (0, 0))));
+        let merged =
+            Some(Choice::Merge { inputs: vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 20], layout: OutputLayout::Level(1) });
+        assert_eq!(leveled(&files), merged);
+        // However big level 1 (not overfull), L0_MAX_WAIT files merge.
+        files.iter_mut().filter(|f| f.file == 20).for_each(|f| f.size = LEVEL_BASE / 2);
+        assert_eq!(leveled(&files), None);
+        files.extend((10..=L0_MAX_WAIT as u64).map(|i| file(i, 0, 2, ("b", "m"), (0, 0))));
+        let Some(Choice::Merge { inputs, .. }) = leveled(&files) else { panic!("{L0_MAX_WAIT} files did not merge") };
+        assert_eq!(inputs.len(), L0_MAX_WAIT + 1);
     }
 
     #[test]

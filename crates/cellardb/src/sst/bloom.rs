@@ -13,6 +13,7 @@
 //! classic filter (probe `i` tests bit `(h1 + i·h2) mod m` of the whole
 //! array), which is still read.
 
+use bytes::Bytes;
 use xxhash_rust::xxh3::xxh3_64;
 
 /// Bits of filter per distinct row.
@@ -26,6 +27,11 @@ const LINE_BYTES: usize = 64;
 /// The first byte of a cache-local filter block: this flag with the probe
 /// count. A classic block's first byte is its probe count, at most 30.
 const LOCAL_FLAG: u8 = 0x80;
+/// With [`LOCAL_FLAG`]: a byte of padding length follows, then that many
+/// zeros, placing the lines at a multiple of 64 bytes in the file, so
+/// that a file mapped into memory holds them aligned and they are read in
+/// place. (Blocks of the layout's first commit, `7907c4f`, lack it.)
+const PADDED_FLAG: u8 = 0x40;
 /// The most probes either layout is read with; more is not a filter.
 const MAX_PROBES: u8 = 30;
 /// What the line's probe bits are stepped by: 2³² over the golden ratio.
@@ -36,14 +42,20 @@ pub fn row_hash(row: &[u8]) -> u64 {
     xxh3_64(row)
 }
 
-/// Builds a cache-local filter block from row hashes:
-/// `[0x80 | probes: u8][lines of 64 bytes]`.
-pub fn build(hashes: &[u64]) -> Vec<u8> {
+/// Builds a cache-local filter block from row hashes, to be written at
+/// file offset `at`: `[0xC0 | probes: u8][pad: u8][pad zeros][lines of 64
+/// bytes]`, the lines starting at a multiple of 64 in the file.
+#[allow(clippy::cast_possible_truncation, reason = "a remainder of 64")]
+pub fn build(hashes: &[u64], at: u64) -> Vec<u8> {
+    let line_bytes = LINE_BYTES as u64;
+    let pad = ((line_bytes - (at + 2) % line_bytes) % line_bytes) as usize;
     let lines = (hashes.len() * BITS_PER_KEY).div_ceil(LINE_BYTES * 8).max(1);
-    let mut out = vec![0u8; 1 + lines * LINE_BYTES];
-    out[0] = LOCAL_FLAG | PROBES;
+    let start = 2 + pad;
+    let mut out = vec![0u8; start + lines * LINE_BYTES];
+    out[0] = LOCAL_FLAG | PADDED_FLAG | PROBES;
+    out[1] = pad as u8;
     for &h in hashes {
-        let at = 1 + line_of(h, lines) * LINE_BYTES;
+        let at = start + line_of(h, lines) * LINE_BYTES;
         let line = &mut out[at..at + LINE_BYTES];
         for bit in line_probes(h, PROBES) {
             line[bit / 8] |= 1 << (bit % 8);
@@ -77,34 +89,83 @@ pub enum RowFilter {
     /// reports damage.
     #[default]
     PassAll,
-    /// All of a row's probes in one line, the lines held aligned.
-    Local { probes: u8, lines: Box<[Line]> },
+    /// All of a row's probes in one line.
+    Local { probes: u8, lines: Lines },
     /// Probes across the whole bit array (files written before the
-    /// cache-local layout).
-    Classic { probes: u8, bits: Box<[u8]> },
+    /// cache-local layout), read in place.
+    Classic { probes: u8, bits: Bytes },
+}
+
+/// The lines of a cache-local filter: in place where the file's mapping
+/// holds them aligned (no copy, and memory the operating system may page
+/// out like the rest of the file), else copied into aligned memory.
+#[derive(Debug, Clone)]
+pub enum Lines {
+    /// A slice of the file, starting at a 64-byte aligned address.
+    InPlace(Bytes),
+    /// Copied: blocks without padding, or a file read into unaligned memory.
+    Copied(Box<[Line]>),
+}
+
+impl Lines {
+    fn of(bytes: Bytes) -> Lines {
+        if (bytes.as_ptr() as usize).is_multiple_of(LINE_BYTES) {
+            return Lines::InPlace(bytes);
+        }
+        let lines = bytes
+            .chunks_exact(LINE_BYTES)
+            .map(|c| Line(c.try_into().expect("chunks are exactly a line long")))
+            .collect();
+        Lines::Copied(lines)
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Lines::InPlace(b) => b.len() / LINE_BYTES,
+            Lines::Copied(l) => l.len(),
+        }
+    }
+
+    fn line(&self, i: usize) -> &[u8] {
+        match self {
+            Lines::InPlace(b) => &b[i * LINE_BYTES..(i + 1) * LINE_BYTES],
+            Lines::Copied(l) => &l[i].0,
+        }
+    }
 }
 
 impl RowFilter {
-    /// Decodes a filter block (either layout).
-    pub fn decode(block: &[u8]) -> RowFilter {
-        let Some((&first, rest)) = block.split_first() else {
+    /// Decodes a filter block (any layout), keeping slices of `block`
+    /// where it can.
+    pub fn decode(block: &Bytes) -> RowFilter {
+        let Some(&first) = block.first() else {
             return RowFilter::PassAll;
         };
-        let probes = first & !LOCAL_FLAG;
+        let probes = first & !(LOCAL_FLAG | PADDED_FLAG);
         if probes == 0 || probes > MAX_PROBES {
             return RowFilter::PassAll;
         }
         if first & LOCAL_FLAG == 0 {
-            return if rest.is_empty() { RowFilter::PassAll } else { RowFilter::Classic { probes, bits: rest.into() } };
+            return if first & PADDED_FLAG != 0 || block.len() < 2 {
+                RowFilter::PassAll
+            } else {
+                RowFilter::Classic { probes, bits: block.slice(1..) }
+            };
         }
-        if rest.is_empty() || !rest.len().is_multiple_of(LINE_BYTES) {
-            return RowFilter::PassAll;
+        let start = if first & PADDED_FLAG == 0 {
+            1
+        } else {
+            match block.get(1) {
+                Some(&pad) => 2 + usize::from(pad),
+                None => return RowFilter::PassAll,
+            }
+        };
+        match block.len().checked_sub(start) {
+            Some(n) if n > 0 && n.is_multiple_of(LINE_BYTES) => {
+                RowFilter::Local { probes, lines: Lines::of(block.slice(start..)) }
+            }
+            _ => RowFilter::PassAll,
         }
-        let lines = rest
-            .chunks_exact(LINE_BYTES)
-            .map(|c| Line(c.try_into().expect("chunks are exactly a line long")))
-            .collect();
-        RowFilter::Local { probes, lines }
     }
 
     /// Whether the filter may hold the row with hash `h` (false: it surely
@@ -113,7 +174,7 @@ impl RowFilter {
         match self {
             RowFilter::PassAll => true,
             RowFilter::Local { probes, lines } => {
-                let line = &lines[line_of(h, lines.len())].0;
+                let line = lines.line(line_of(h, lines.len()));
                 line_probes(h, *probes).all(|bit| line[bit / 8] & (1 << (bit % 8)) != 0)
             }
             RowFilter::Classic { probes, bits } => {
@@ -121,6 +182,12 @@ impl RowFilter {
                 classic_probes(h, *probes, m).all(|bit| bits[(bit / 8) as usize] & (1 << (bit % 8)) != 0)
             }
         }
+    }
+
+    /// Whether the lines are read in place, in the file's mapping.
+    #[cfg(test)]
+    pub fn in_place(&self) -> bool {
+        matches!(self, RowFilter::Local { lines: Lines::InPlace(_), .. })
     }
 
     /// The layout, its bits and its probes per row.
@@ -184,12 +251,27 @@ mod tests {
         (0..strangers).filter(|i| filter.may_contain(row_hash(format!("absent{i}").as_bytes()))).count()
     }
 
+    /// `block` in memory that holds its lines 64-byte aligned, as a file
+    /// mapped at the offset the block was built for does.
+    fn mapped(block: &[u8]) -> Bytes {
+        in_memory(block, 0)
+    }
+
+    /// `block` in memory that holds its lines `skew` bytes past alignment.
+    fn in_memory(block: &[u8], skew: usize) -> Bytes {
+        let start = 2 + usize::from(block[1]);
+        let mut memory = vec![0u8; block.len() + 2 * LINE_BYTES];
+        let off = (LINE_BYTES - (memory.as_ptr() as usize + start) % LINE_BYTES) % LINE_BYTES + skew;
+        memory[off..off + block.len()].copy_from_slice(block);
+        Bytes::from(memory).slice(off..off + block.len())
+    }
+
     #[test]
     fn members_always_pass_and_strangers_mostly_fail() {
         for n in [1, 7, 51, 5000, 100_000] {
             let hashes = rows(n);
-            let f = RowFilter::decode(&build(&hashes));
-            assert!(matches!(f, RowFilter::Local { .. }));
+            let f = RowFilter::decode(&mapped(&build(&hashes, 0)));
+            assert!(matches!(f, RowFilter::Local { lines: Lines::InPlace(_), .. }));
             assert!(hashes.iter().all(|&h| f.may_contain(h)), "{n} rows");
             // Ten bits a row and six probes in a line: about 1%.
             if n >= 5000 {
@@ -200,21 +282,52 @@ mod tests {
     }
 
     #[test]
-    fn a_rows_probes_fall_in_one_aligned_line() {
+    fn lines_start_at_a_multiple_of_64_in_the_file_and_are_read_in_place() {
         let hashes = rows(2000);
-        let block = build(&hashes);
-        assert_eq!((block.len() - 1) % LINE_BYTES, 0);
-        let RowFilter::Local { lines, .. } = RowFilter::decode(&block) else { panic!("not cache-local") };
-        assert_eq!(lines.as_ptr() as usize % LINE_BYTES, 0);
+        for at in 0..200u64 {
+            let block = build(&hashes, at);
+            let start = 2 + usize::from(block[1]);
+            assert_eq!((at + start as u64) % 64, 0, "at {at}");
+            assert_eq!((block.len() - start) % LINE_BYTES, 0);
+            let in_place = RowFilter::decode(&mapped(&block));
+            let RowFilter::Local { lines: Lines::InPlace(bytes), .. } = &in_place else { panic!("copied at {at}") };
+            assert_eq!(bytes.as_ptr() as usize % LINE_BYTES, 0);
+            // Unaligned in memory (a file read into a buffer): copied,
+            // aligned, and the same filter.
+            let copied = RowFilter::decode(&in_memory(&block, 1 + usize::try_from(at % 63).unwrap()));
+            let RowFilter::Local { lines: Lines::Copied(lines), .. } = &copied else { panic!("not copied") };
+            assert_eq!(lines.as_ptr() as usize % LINE_BYTES, 0);
+            assert!(hashes.iter().all(|&h| in_place.may_contain(h) && copied.may_contain(h)));
+        }
+    }
+
+    #[test]
+    fn a_rows_probes_fall_in_one_line_the_format_names() {
+        let hashes = rows(2000);
         // One row alone sets bits in exactly one line.
-        let one = build(&hashes[..1]);
-        let touched = one[1..].chunks(LINE_BYTES).filter(|l| l.iter().any(|&b| b != 0)).count();
+        let one = build(&hashes[..1], 0);
+        let start = 2 + usize::from(one[1]);
+        let touched = one[start..].chunks(LINE_BYTES).filter(|l| l.iter().any(|&b| b != 0)).count();
         assert_eq!(touched, 1);
         // The line a row lands on is its hash's high half, scaled.
-        let many = build(&[hashes[0]; 1000]);
-        let lines = (many.len() - 1) / LINE_BYTES;
-        let at = many[1..].chunks(LINE_BYTES).position(|l| l.iter().any(|&b| b != 0));
+        let many = build(&[hashes[0]; 1000], 0);
+        let start = 2 + usize::from(many[1]);
+        let lines = (many.len() - start) / LINE_BYTES;
+        let at = many[start..].chunks(LINE_BYTES).position(|l| l.iter().any(|&b| b != 0));
         assert_eq!(at, Some(line_of(hashes[0], lines)));
+    }
+
+    #[test]
+    fn unpadded_cache_local_blocks_of_the_first_layout_still_filter() {
+        // As `7907c4f` wrote them: `[0x80 | 6][lines]`.
+        let hashes = rows(3000);
+        let padded = build(&hashes, 0);
+        let start = 2 + usize::from(padded[1]);
+        let block = [&[LOCAL_FLAG | PROBES][..], &padded[start..]].concat();
+        let f = RowFilter::decode(&Bytes::from(block));
+        assert!(matches!(f, RowFilter::Local { probes: 6, .. }));
+        assert!(hashes.iter().all(|&h| f.may_contain(h)));
+        assert!(false_positives(&f, 10_000) < 200);
     }
 
     #[test]
@@ -230,7 +343,7 @@ mod tests {
                 block[1 + (bit / 8) as usize] |= 1 << (bit % 8);
             }
         }
-        let f = RowFilter::decode(&block);
+        let f = RowFilter::decode(&Bytes::from(block));
         assert!(matches!(f, RowFilter::Classic { probes: 7, .. }));
         assert!(hashes.iter().all(|&h| f.may_contain(h)));
         assert!(false_positives(&f, 10_000) < 300);
@@ -238,11 +351,25 @@ mod tests {
 
     #[test]
     fn blocks_that_are_not_filters_pass_every_row() {
-        let local = build(&rows(100));
+        let local = build(&rows(100), 0);
+        let start = 2 + usize::from(local[1]);
         let mut bad_probes = local.clone();
-        bad_probes[0] = LOCAL_FLAG | 31;
-        for block in [vec![], vec![7], vec![0, 1, 2], bad_probes, local[..local.len() - 1].to_vec()] {
-            let f = RowFilter::decode(&block);
+        bad_probes[0] = LOCAL_FLAG | PADDED_FLAG | 31;
+        let mut pad_past_end = local.clone();
+        pad_past_end[1] = 255;
+        let blocks = [
+            vec![],
+            vec![7],
+            vec![0, 1, 2],
+            vec![PADDED_FLAG | 7, 0, 1, 2],
+            vec![LOCAL_FLAG | PADDED_FLAG | 6],
+            bad_probes,
+            pad_past_end,
+            local[..local.len() - 1].to_vec(),
+            local[..start].to_vec(),
+        ];
+        for block in blocks {
+            let f = RowFilter::decode(&Bytes::from(block.clone()));
             assert!(matches!(f, RowFilter::PassAll), "{block:?}");
             assert!(f.may_contain(row_hash(b"anything")));
         }

@@ -130,6 +130,12 @@ impl SstReader {
         self.blocks_decoded.load(Ordering::Relaxed)
     }
 
+    /// The decoded filter.
+    #[cfg(test)]
+    pub(crate) fn row_filter(&self) -> &RowFilter {
+        &self.bloom
+    }
+
     /// Whether the file may hold entries of `row` (false: it surely does not).
     pub fn may_contain_row(&self, row: &[u8]) -> bool {
         self.bloom.may_contain(bloom::row_hash(row))

@@ -123,6 +123,27 @@ fn bloom_filter_never_hides_a_row_it_holds() {
 }
 
 #[test]
+fn a_mapped_file_reads_its_filter_in_place() {
+    use crate::fs::OsFs;
+    let mut rng = Rng(12);
+    let entries = random_entries(&mut rng, 700);
+    let dir = tempfile::tempdir().unwrap();
+    for block_size in [512, 4096] {
+        let path = dir.path().join(format!("{block_size}.sst"));
+        let options = SstOptions { block_size, compression: Compression::default() };
+        let mut w = SstWriter::create(&OsFs, &path, ORIGIN, options).unwrap();
+        for e in &entries {
+            w.add(e.as_ref()).unwrap();
+        }
+        w.finish().unwrap();
+        let reader = SstReader::open(&path, OsFs.map(&path).unwrap()).unwrap();
+        assert!(reader.row_filter().in_place(), "block size {block_size}");
+        assert_eq!(reader.bloom().layout, "cache-local");
+        assert!(entries.iter().all(|e| reader.may_contain_row(&e.key.row)));
+    }
+}
+
+#[test]
 fn entries_out_of_order_are_refused() {
     let fs = MemFs::new();
     let path = std::path::Path::new("/bad.sst");

@@ -417,7 +417,7 @@ impl SstWriter {
             self.props.min_seq = 0;
         }
         let index = self.write_block(&index::encode(&self.index), true)?;
-        let bloom = self.write_block(&bloom::build(&self.row_hashes), false)?;
+        let bloom = self.write_block(&bloom::build(&self.row_hashes, self.offset), false)?;
         let props = self.write_block(&self.props.encode(), false)?;
         let footer = Footer { index, bloom, props }.encode();
         self.append(&footer)?;

@@ -689,3 +689,50 @@ fn a_read_reports_how_far_it_scanned_past_rows_its_filter_drops() {
     let mut borrowed = t.read_rows(RowSet::all(), &filter).report_scanned(1);
     assert_eq!(borrowed.next_borrowed().unwrap().unwrap().key(), b"k0500");
 }
+
+/// A thread's reads reuse the buffers of its last one: rows a read handed
+/// out, and rows borrowed in between, keep their cells whatever reads come
+/// after, wide or narrow, borrowed or owned, with rows dropped or kept.
+#[test]
+fn rows_keep_their_cells_across_reads_that_reuse_buffers() {
+    let (_d, db) = temp_db();
+    let t = db.create_table("t", [("f", GcRule::none())]).unwrap();
+    // A wide row of 3,000 cells, then narrow rows, some in an SSTable.
+    let wide: Vec<Mutation> =
+        (0..3000).map(|i| Mutation::set_cell("f", format!("q{i:04}"), 1000, format!("wide-{i}"))).collect();
+    t.mutate_row("m-wide", wide).unwrap();
+    for r in 0..50 {
+        t.mutate_row(format!("n{r:02}"), [Mutation::set_cell("f", "q", 1000, format!("narrow-{r}"))]).unwrap();
+    }
+    db.flush().unwrap();
+    t.mutate_row("n07", [Mutation::set_cell("f", "q", 2000, "newer")]).unwrap();
+    let expected_narrow =
+        flatten(&t.read_rows(RowSet::new().range(RowRange::prefix("n")), &Filter::pass_all()).collect_rows().unwrap());
+    assert_eq!(expected_narrow.len(), 51);
+
+    // Owned rows handed out, then wide and narrow reads of every kind.
+    let kept = t.read_rows(RowSet::new().range(RowRange::prefix("n")), &Filter::pass_all()).collect_rows().unwrap();
+    for round in 0..3 {
+        let wide_row = t.read_row("m-wide", &Filter::pass_all()).unwrap().unwrap();
+        assert_eq!(wide_row.cells().count(), 3000, "round {round}");
+        let mut borrowed = t.read_rows(RowSet::new().range(RowRange::prefix("m")), &Filter::pass_all());
+        while let Some(row) = borrowed.next_borrowed() {
+            let row = row.unwrap();
+            assert_eq!(row.cells().count(), 3000);
+            assert!(row.cells().all(|c| c.value.starts_with(b"wide-")));
+        }
+        drop(borrowed);
+        let narrow = t
+            .read_rows(RowSet::new().range(RowRange::prefix("n")), &Filter::pass_all())
+            .reversed()
+            .limit(10)
+            .collect_rows()
+            .unwrap();
+        assert_eq!(narrow.len(), 10);
+        assert_eq!(flatten(&kept), expected_narrow, "round {round}");
+        let values: Vec<String> =
+            wide_row.cells().map(|(_, _, c)| String::from_utf8(c.value.to_vec()).unwrap()).collect();
+        assert_eq!(values[..2], ["wide-0", "wide-1"]);
+        assert_eq!(values[2999], "wide-2999");
+    }
+}

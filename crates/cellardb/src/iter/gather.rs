@@ -106,6 +106,23 @@ impl Default for RowGather {
 }
 
 impl RowGather {
+    /// A gather that writes into `entries` and `bytes` (cleared; their
+    /// capacity kept), buffers of an earlier read.
+    pub fn with_buffers(mut entries: Vec<Gathered>, mut bytes: BytesMut) -> RowGather {
+        entries.clear();
+        bytes.clear();
+        RowGather { bytes, entries, ..RowGather::default() }
+    }
+
+    /// The gather's buffers, for a later read: the entries' vector, and the
+    /// byte buffer if no row was handed out of it (else an empty one: rows
+    /// handed out share its allocation, which must go when they do).
+    pub fn take_buffers(&mut self) -> (Vec<Gathered>, BytesMut) {
+        let handed_out = self.shared_by_rows || self.wants_shared_buffer;
+        let bytes = if handed_out { BytesMut::new() } else { std::mem::take(&mut self.bytes) };
+        (std::mem::take(&mut self.entries), bytes)
+    }
+
     /// Copies the next row's entries out of `merge`, in key order (reversed
     /// back if the merge runs backwards); false when the merge is exhausted.
     pub fn next_row<S: EntrySource + ?Sized>(&mut self, merge: &mut MergingIter<S>, reverse: bool) -> Result<bool> {

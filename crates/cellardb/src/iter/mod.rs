@@ -6,7 +6,7 @@
 mod gather;
 mod merging;
 
-pub(crate) use gather::{Cap, Gather, RowGather, Skipper, Step};
+pub(crate) use gather::{Cap, Gather, Gathered, RowGather, Skipper, Step};
 pub use merging::MergingIter;
 
 use std::ops::Bound;

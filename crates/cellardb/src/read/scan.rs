@@ -4,12 +4,13 @@
 //! the gathered buffer, so a row costs a handful of allocations whatever
 //! its number of cells.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use crate::Result;
-use crate::iter::{Cap, Gather, MergingIter, RowGather, Skipper};
+use crate::iter::{Cap, Gather, Gathered, MergingIter, RowGather, Skipper};
 use crate::model::assemble::{Assembler, FamilyRules, LiveCell};
 use crate::model::filter::{Filter, RowCell, RowView};
 use crate::model::range_drop::dropped_below;
@@ -25,6 +26,59 @@ pub(crate) struct FamilyView {
     pub aggregate: Option<Aggregate>,
     /// The family's dropped row ranges.
     pub drops: Vec<RangeDrop>,
+}
+
+/// Bytes of capacity up to which a finished read's buffer is kept for the
+/// thread's next read.
+const KEPT_BUFFER_BYTES: usize = 4 << 20;
+
+/// The growable buffers of a read, kept by each thread between reads.
+///
+/// A read of a wide row grows a buffer per entry, per live cell and per
+/// cell handed out, and one of the row's bytes: a week of minutes in one
+/// row is about 7 MB. Freed at the end of every read, memory of that size
+/// goes back to the operating system (glibc maps it apart, or trims it off
+/// the heap), and the next read takes a page fault for every 4 KiB of it
+/// again, which on this project's machines doubled the time of such a read.
+/// Kept here, a thread's next read starts with the capacity its last one
+/// grew to, up to [`KEPT_BUFFER_BYTES`] a buffer.
+#[derive(Default)]
+struct ReadBuffers {
+    entries: Vec<Gathered>,
+    bytes: BytesMut,
+    live: Vec<LiveCell>,
+    cells: Vec<RowCell>,
+}
+
+impl ReadBuffers {
+    /// The buffers of the thread's last read, if any.
+    fn take() -> ReadBuffers {
+        KEPT.try_with(|k| k.borrow_mut().take()).ok().flatten().unwrap_or_default()
+    }
+
+    /// Keeps `self` for the thread's next read, each buffer emptied, and
+    /// dropped if it grew past [`KEPT_BUFFER_BYTES`].
+    fn keep(mut self) {
+        fn small<T>(v: &mut Vec<T>) {
+            v.clear();
+            if v.capacity() * size_of::<T>() > KEPT_BUFFER_BYTES {
+                *v = Vec::new();
+            }
+        }
+        small(&mut self.entries);
+        small(&mut self.live);
+        small(&mut self.cells);
+        self.bytes.clear();
+        if self.bytes.capacity() > KEPT_BUFFER_BYTES {
+            self.bytes = BytesMut::new();
+        }
+        // During the thread's exit the slot may be gone: then nothing is kept.
+        let _ = KEPT.try_with(|k| *k.borrow_mut() = Some(self));
+    }
+}
+
+thread_local! {
+    static KEPT: RefCell<Option<ReadBuffers>> = const { RefCell::new(None) };
 }
 
 /// The families a read sees, in rank order, with their names as rows
@@ -100,6 +154,14 @@ pub(crate) struct RowScanner {
     report_dropped: usize,
 }
 
+impl Drop for RowScanner {
+    fn drop(&mut self) {
+        let (entries, bytes) = self.row.take_buffers();
+        let (live, cells) = (std::mem::take(&mut self.live), std::mem::take(&mut self.cells));
+        ReadBuffers { entries, bytes, live, cells }.keep();
+    }
+}
+
 impl RowScanner {
     pub fn new(
         merge: MergingIter,
@@ -112,6 +174,7 @@ impl RowScanner {
         let (families, names) = (families.views.clone(), families.names.clone());
         let seekable = filter.has_head();
         let seeker = if reverse { None } else { super::Seeker::new(&filter, &families, snapshot) };
+        let ReadBuffers { entries, bytes, live, cells } = ReadBuffers::take();
         RowScanner {
             merge,
             families,
@@ -120,10 +183,10 @@ impl RowScanner {
             snapshot,
             now,
             reverse,
-            row: RowGather::default(),
-            live: Vec::new(),
+            row: RowGather::with_buffers(entries, bytes),
+            live,
             assembler: Assembler::default(),
-            cells: Vec::new(),
+            cells,
             seeker,
             seekable,
             dropped: 0,

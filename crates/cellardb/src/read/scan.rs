@@ -39,7 +39,8 @@ const KEPT_BUFFER_BYTES: usize = 4 << 20;
 /// row is about 7 MB. Freed at the end of every read, memory of that size
 /// goes back to the operating system (glibc maps it apart, or trims it off
 /// the heap), and the next read takes a page fault for every 4 KiB of it
-/// again, which on this project's machines doubled the time of such a read.
+/// again: in a probe on this project's machines, more than twice the time
+/// of such a read.
 /// Kept here, a thread's next read starts with the capacity its last one
 /// grew to, up to [`KEPT_BUFFER_BYTES`] a buffer.
 #[derive(Default)]

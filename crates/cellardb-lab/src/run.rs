@@ -236,9 +236,8 @@ pub(crate) fn measure(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<PatternReport> {
     let mut loaded = [Loaded::new(name, dir, engine, config, pattern)];
-    let measured = loaded[0]
-        .load(config, pattern, progress)
-        .and_then(|()| time_queries(config, pattern, 0, &mut loaded, progress));
+    let measured =
+        loaded[0].load(config, pattern, progress).and_then(|()| time_queries(config, pattern, &mut loaded, progress));
     let [loaded] = loaded;
     let report = loaded.finish();
     measured.and(report)
@@ -345,14 +344,13 @@ impl Loaded {
 }
 
 /// Times every query in every form on each of `loaded`, which hold
-/// `pattern`: a query's runs on one engine, then the same runs (the same
-/// parameters) on the next, the engines' order alternating from one query
-/// to the next and from one round to the next, so that a slow spell of the
-/// machine weighs on the engines alike.
+/// `pattern`, in the order they were loaded: a query's runs on one engine,
+/// then the same runs (the same parameters) on the next, the engines'
+/// order alternating from one query to the next ([`turn_order`]), so that
+/// a slow spell of the machine weighs on the engines alike.
 fn time_queries(
     config: &LabConfig,
     pattern: SchemaPattern,
-    round: usize,
     loaded: &mut [Loaded],
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<()> {
@@ -360,11 +358,7 @@ fn time_queries(
     let forms = QueryKind::ALL.into_iter().flat_map(|kind| kind.forms().iter().map(move |&form| (kind, form)));
     for (i, (kind, form)) in forms.enumerate() {
         let runs = runs_of(kind, config.samples);
-        let mut order: Vec<usize> = (0..loaded.len()).collect();
-        if (i + round) % 2 == 1 {
-            order.reverse();
-        }
-        for e in order {
+        for e in turn_order(loaded.len(), i) {
             progress(Progress { pattern, stage: kind.name(), done: 0, total: runs as u64 });
             let this = &mut loaded[e];
             // Each form draws its own parameters: with the same ones, the
@@ -374,6 +368,31 @@ fn time_queries(
         }
     }
     Ok(())
+}
+
+/// The order in which the `n` engines of a round, in the order they were
+/// loaded, run the query form numbered `form`: loaded order for even
+/// forms, reversed for odd ones. The load order is itself reversed from
+/// one round to the next ([`load_order`]), so each form's first engine
+/// alternates from round to round as well. (Reversing here by round too
+/// would undo that: each form would then run on the same engine first in
+/// every round, after the same other engine's runs.)
+fn turn_order(n: usize, form: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    if form % 2 == 1 {
+        order.reverse();
+    }
+    order
+}
+
+/// The order in which `engines` are loaded in round `round`: as given in
+/// even rounds, reversed in odd ones.
+fn load_order<T: Clone>(engines: &[T], round: usize) -> Vec<T> {
+    let mut order = engines.to_vec();
+    if round % 2 == 1 {
+        order.reverse();
+    }
+    order
 }
 
 /// How many times each form of `kind` runs for `samples`: the fleet
@@ -497,12 +516,9 @@ pub fn run_rounds(
     let mut reports = Vec::new();
     for round in 0..config.rounds.max(1) {
         for &pattern in patterns {
-            let mut order = engines.to_vec();
-            if round % 2 == 1 {
-                order.reverse();
-            }
+            let order = load_order(engines, round);
             let mut loaded = Vec::new();
-            let measured = measure_round(config, pattern, round, &order, &mut loaded, progress);
+            let measured = measure_round(config, pattern, &order, &mut loaded, progress);
             // Every database opened is closed and removed, whatever failed.
             let finished: Vec<Result<PatternReport>> = loaded.into_iter().map(Loaded::finish).collect();
             measured?;
@@ -522,7 +538,6 @@ pub fn run_rounds(
 fn measure_round(
     config: &LabConfig,
     pattern: SchemaPattern,
-    round: usize,
     engines: &[Engine],
     loaded: &mut Vec<Loaded>,
     progress: &mut dyn FnMut(Progress<'_>),
@@ -538,7 +553,7 @@ fn measure_round(
         loaded.push(this);
         result?;
     }
-    time_queries(config, pattern, round, loaded, progress)
+    time_queries(config, pattern, loaded, progress)
 }
 
 /// Bytes allocated on disk to the files of `dir` whose names pass `keep`.
@@ -571,6 +586,27 @@ fn has_extension(name: &str, ext: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// A query form's first engine alternates from round to round (and
+    /// from form to form within a round), so that neither engine always
+    /// runs a query right after the other engine's runs of it.
+    #[test]
+    fn each_query_form_runs_first_on_each_engine_in_turn() {
+        let forms = QueryKind::ALL.iter().map(|k| k.forms().len()).sum::<usize>();
+        for form in 0..forms {
+            let first = |round| {
+                let loaded = load_order(&["cellardb", "rocksdb"], round);
+                loaded[turn_order(loaded.len(), form)[0]]
+            };
+            assert_ne!(first(0), first(1), "form {form}");
+            assert_eq!(first(0), first(2), "form {form}");
+        }
+        for round in 0..2 {
+            let loaded = load_order(&["a", "b"], round);
+            let firsts: Vec<&str> = (0..forms).map(|f| loaded[turn_order(2, f)[0]]).collect();
+            assert!(firsts.windows(2).all(|w| w[0] != w[1]), "round {round}: {firsts:?}");
+        }
+    }
+
     /// Engines queried in turn get the same parameters, run for run, each
     /// from its own sequence: two cellardb databases holding the same
     /// pattern read the same cells in every query, whichever goes first.
@@ -597,8 +633,8 @@ mod tests {
         for this in &mut loaded {
             this.load(&config, pattern, &mut |_| {}).unwrap();
         }
-        for round in 0..2 {
-            time_queries(&config, pattern, round, &mut loaded, &mut |_| {}).unwrap();
+        for _round in 0..2 {
+            time_queries(&config, pattern, &mut loaded, &mut |_| {}).unwrap();
         }
         // Each engine drew the same parameters from its own sequence, one a
         // run: both stand where a fresh sequence stands after every run.

@@ -15,7 +15,6 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
@@ -34,26 +33,38 @@ pub trait Charge {
 #[derive(Debug)]
 pub struct BlockCache<V> {
     shards: Vec<Mutex<Shard<V>>>,
-    hits: AtomicU64,
-    misses: AtomicU64,
 }
 
-/// One shard: its blocks in slots around the clock, and where each is.
+/// One shard: its blocks by key, and their keys around the clock.
+///
+/// A hit is one lookup in `index`, whose entry holds the block itself: a
+/// read of blocks far apart (a row set of one minute of every balloon)
+/// finds each block's entry out of the CPU's caches, and every further
+/// place a hit had to look would be one more miss. The clock's order is
+/// kept apart in `ring`, which only an insert's eviction walks.
 #[derive(Debug)]
 struct Shard<V> {
-    index: HashMap<BlockKey, usize, BuildHasherDefault<KeyHasher>>,
-    slots: Vec<Slot<V>>,
-    /// Slots emptied by evictions and removals, to fill first.
+    index: HashMap<BlockKey, Cached<V>, BuildHasherDefault<KeyHasher>>,
+    /// Each cached block's key at its place around the clock.
+    ring: Vec<Option<BlockKey>>,
+    /// Places in `ring` emptied by evictions and removals, to fill first.
     free: Vec<usize>,
     hand: usize,
     used: usize,
     capacity: usize,
+    /// Lookups that found their block, and that did not. Counted under the
+    /// shard's lock, which a lookup holds anyway: a shared atomic counter
+    /// would cost every lookup a locked instruction on a line every reader
+    /// writes.
+    hits: u64,
+    misses: u64,
 }
 
 #[derive(Debug)]
-struct Slot<V> {
-    key: BlockKey,
-    block: Option<Arc<V>>,
+struct Cached<V> {
+    block: Arc<V>,
+    /// Where the block's key is in `ring`.
+    place: usize,
     /// Used since the hand last passed.
     referenced: bool,
 }
@@ -85,18 +96,16 @@ impl<V: Charge> BlockCache<V> {
         let shard = || {
             Mutex::new(Shard {
                 index: HashMap::default(),
-                slots: Vec::new(),
+                ring: Vec::new(),
                 free: Vec::new(),
                 hand: 0,
                 used: 0,
                 capacity: capacity / SHARDS,
+                hits: 0,
+                misses: 0,
             })
         };
-        BlockCache {
-            shards: (0..SHARDS).map(|_| shard()).collect(),
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
-        }
+        BlockCache { shards: (0..SHARDS).map(|_| shard()).collect() }
     }
 
     fn shard(&self, key: BlockKey) -> &Mutex<Shard<V>> {
@@ -106,10 +115,7 @@ impl<V: Charge> BlockCache<V> {
 
     /// The cached block, if any.
     pub fn get(&self, key: BlockKey) -> Option<Arc<V>> {
-        let found = self.shard(key).lock().touch(key);
-        let counter = if found.is_some() { &self.hits } else { &self.misses };
-        counter.fetch_add(1, Ordering::Relaxed);
-        found
+        self.shard(key).lock().touch(key)
     }
 
     /// Caches `block`, evicting blocks not used lately to stay in budget.
@@ -126,7 +132,13 @@ impl<V: Charge> BlockCache<V> {
 
     /// (hits, misses) since the cache was made.
     pub fn hit_counts(&self) -> (u64, u64) {
-        (self.hits.load(Ordering::Relaxed), self.misses.load(Ordering::Relaxed))
+        self.shards
+            .iter()
+            .map(|s| {
+                let s = s.lock();
+                (s.hits, s.misses)
+            })
+            .fold((0, 0), |(h, m), (sh, sm)| (h + sh, m + sm))
     }
 
     /// Bytes of blocks held.
@@ -137,9 +149,14 @@ impl<V: Charge> BlockCache<V> {
 
 impl<V: Charge> Shard<V> {
     fn touch(&mut self, key: BlockKey) -> Option<Arc<V>> {
-        let slot = &mut self.slots[*self.index.get(&key)?];
-        slot.referenced = true;
-        slot.block.clone()
+        let Some(cached) = self.index.get_mut(&key) else {
+            self.misses += 1;
+            return None;
+        };
+        cached.referenced = true;
+        let block = cached.block.clone();
+        self.hits += 1;
+        Some(block)
     }
 
     fn insert(&mut self, key: BlockKey, block: Arc<V>) {
@@ -150,15 +167,14 @@ impl<V: Charge> Shard<V> {
         self.remove(key);
         self.used += charge;
         while self.used > self.capacity && self.evict_one() {}
-        let slot = Slot { key, block: Some(block), referenced: false };
-        let i = if let Some(i) = self.free.pop() {
-            self.slots[i] = slot;
+        let place = if let Some(i) = self.free.pop() {
+            self.ring[i] = Some(key);
             i
         } else {
-            self.slots.push(slot);
-            self.slots.len() - 1
+            self.ring.push(Some(key));
+            self.ring.len() - 1
         };
-        self.index.insert(key, i);
+        self.index.insert(key, Cached { block, place, referenced: false });
     }
 
     /// Moves the hand to the first block not used since it last passed,
@@ -169,18 +185,15 @@ impl<V: Charge> Shard<V> {
             return false;
         }
         // Two turns at most: the first clears every bit.
-        for _ in 0..2 * self.slots.len() {
+        for _ in 0..2 * self.ring.len() {
             let i = self.hand;
-            self.hand = (self.hand + 1) % self.slots.len();
-            let slot = &mut self.slots[i];
-            if slot.block.is_none() {
+            self.hand = (self.hand + 1) % self.ring.len();
+            let Some(key) = self.ring[i] else { continue };
+            let Some(cached) = self.index.get_mut(&key) else { continue };
+            if cached.referenced {
+                cached.referenced = false;
                 continue;
             }
-            if slot.referenced {
-                slot.referenced = false;
-                continue;
-            }
-            let key = slot.key;
             self.remove(key);
             return true;
         }
@@ -188,11 +201,10 @@ impl<V: Charge> Shard<V> {
     }
 
     fn remove(&mut self, key: BlockKey) {
-        let Some(i) = self.index.remove(&key) else { return };
-        if let Some(b) = self.slots[i].block.take() {
-            self.used -= b.charge();
-        }
-        self.free.push(i);
+        let Some(cached) = self.index.remove(&key) else { return };
+        self.used -= cached.block.charge();
+        self.ring[cached.place] = None;
+        self.free.push(cached.place);
     }
 
     fn remove_file(&mut self, id: u64) {
@@ -237,6 +249,42 @@ mod tests {
         cache.forget_file(1);
         assert_eq!(cache.used_bytes(), 0);
         assert_eq!(cache.hit_counts(), (3, 2));
+    }
+
+    /// Through inserts, replacements, evictions and file removals, each
+    /// shard's clock holds exactly the keys of its blocks, each at the
+    /// place its entry names, and its bytes add up within budget.
+    #[test]
+    fn the_clock_and_the_index_agree_through_every_change() {
+        let cache = BlockCache::new(SHARDS * 1000);
+        let mut state = 11u64;
+        let mut next = move || {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            state >> 33
+        };
+        for step in 0..20_000 {
+            let key = (next() % 4, next() % 200);
+            match next() % 10 {
+                0 if step % 50 == 0 => cache.forget_file(key.0),
+                0..=5 => cache.insert(key, Arc::new(Sized(1 + (next() % 300) as usize))),
+                _ => {
+                    let _ = cache.get(key);
+                }
+            }
+        }
+        for shard in &cache.shards {
+            let shard = shard.lock();
+            assert!(shard.used <= shard.capacity);
+            assert_eq!(shard.used, shard.index.values().map(|c| c.block.0).sum::<usize>());
+            for (key, cached) in &shard.index {
+                assert_eq!(shard.ring[cached.place], Some(*key));
+            }
+            let placed = shard.ring.iter().filter(|k| k.is_some()).count();
+            assert_eq!(placed, shard.index.len());
+            assert_eq!(placed + shard.free.len(), shard.ring.len());
+        }
+        let (hits, misses) = cache.hit_counts();
+        assert!(hits > 0 && misses > 0);
     }
 
     #[test]

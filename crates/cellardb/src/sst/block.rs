@@ -659,6 +659,11 @@ impl DecodedBlock {
             // A block inside one wide row (the common case of a seek): its
             // entries are all the row's.
             if row == 1 { (self.len, self.len) } else { (0, self.len) }
+        } else if rows == self.len {
+            // A row per entry (a tall table's block): entry `row` is the
+            // row's, with no search of the packed row numbers, whose
+            // memory a read of rows far apart would fetch for nothing else.
+            (row, (row + 1).min(self.len))
         } else {
             let row_id = row as u64;
             let start = partition_point(0, self.len, |i| self.row_of.get(i) < row_id);
@@ -1303,8 +1308,8 @@ mod tests {
 
     #[test]
     fn a_seek_lands_where_a_scan_would() {
-        // A block of rows of one to four entries, and one of a single wide
-        // row; targets on every entry, between entries and rows, before the
+        // A block of rows of one to four entries, one of a single wide
+        // row, and one of a row per entry; targets on every entry, between entries and rows, before the
         // first and after the last, and rows that are a part of the prefix
         // the block's rows share ("row-r") or part from it.
         let mut many = Vec::new();
@@ -1331,7 +1336,11 @@ mod tests {
                 ));
             }
         }
-        for mut entries in [many, wide] {
+        // A row per entry, as a tall table's blocks hold.
+        let tall: Vec<Entry> = (0..20u32)
+            .map(|r| Entry::put(format!("row-r{:02}", r * 2).into(), "q".into(), 1000, 5, "v".into()))
+            .collect();
+        for mut entries in [many, wide, tall] {
             entries.sort_by(|a, b| a.key.cmp(&b.key));
             let block = DecodedBlock::decode(&encode(&entries)).unwrap();
             let mut targets: Vec<InternalKey> = entries.iter().map(|e| e.key.clone()).collect();

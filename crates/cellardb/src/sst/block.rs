@@ -306,9 +306,8 @@ pub struct DecodedBlock {
     /// to back.
     row_bytes: Box<[u8]>,
     row_prefix: u32,
-    /// End offset in `row_bytes` of the rest of each distinct row's key
-    /// (the first row's starts after the prefix).
-    row_ends: Box<[u32]>,
+    /// Where the rest of each distinct row's key ends in `row_bytes`.
+    row_ends: RowEnds,
     /// Each entry's row, an index into `row_ends`.
     row_of: Field,
     qualifier_bytes: Box<[u8]>,
@@ -325,6 +324,64 @@ pub struct DecodedBlock {
     values: Box<[u8]>,
     value_starts: Field,
     value_lens: Field,
+}
+
+/// Where the rest of each of a block's distinct row keys ends in its row
+/// bytes (the first row's starts after the prefix they all share).
+#[derive(Debug)]
+enum RowEnds {
+    /// Every rest is `width` bytes long, so row `r`'s lies at
+    /// `prefix + r × width`. A tall table whose keys are of one width (an
+    /// entity and a timestamp) decodes to this: the search of a block for
+    /// a row then reads only the rows' bytes, one cache line a step, where
+    /// a list of ends costs each step a read of the list and then, once
+    /// that is known, of the bytes; and the list's 4 bytes a row are not
+    /// kept.
+    Even { rows: u32, width: u32 },
+    /// The end of each row's rest.
+    Listed(Box<[u32]>),
+}
+
+impl RowEnds {
+    /// `ends` as kept: even if every rest (the first starting at `prefix`)
+    /// has one length.
+    #[allow(clippy::cast_possible_truncation, reason = "row counts within a block are under its 4 GiB length")]
+    fn of(ends: Vec<u32>, prefix: u32) -> RowEnds {
+        let width = ends.first().map_or(0, |&end| end - prefix);
+        let mut start = prefix;
+        let even = ends.iter().all(|&end| end - std::mem::replace(&mut start, end) == width);
+        if even { RowEnds::Even { rows: ends.len() as u32, width } } else { RowEnds::Listed(ends.into()) }
+    }
+
+    /// The number of rows.
+    fn len(&self) -> usize {
+        match self {
+            RowEnds::Even { rows, .. } => *rows as usize,
+            RowEnds::Listed(ends) => ends.len(),
+        }
+    }
+
+    /// Where row `r`'s rest lies (`r` below the row count), given the
+    /// prefix's length.
+    #[inline]
+    fn rest(&self, r: usize, prefix: u32) -> (u32, u32) {
+        match self {
+            #[allow(clippy::cast_possible_truncation, reason = "offsets within a block are under its 4 GiB length")]
+            RowEnds::Even { width, .. } => {
+                let start = prefix + r as u32 * width;
+                (start, start + width)
+            }
+            RowEnds::Listed(ends) => (if r == 0 { prefix } else { ends[r - 1] }, ends[r]),
+        }
+    }
+
+    /// Bytes of memory the list takes.
+    fn memory_bytes(&self) -> usize {
+        match self {
+            RowEnds::Even { .. } => 0,
+            RowEnds::Listed(ends) => ends.len() * 4,
+        }
+    }
 }
 
 /// The first index of `lo..hi` where `below` turns false (`below` true
@@ -483,7 +540,7 @@ impl DecodedBlock {
     /// Where the rest of row `r`'s key lies in `row_bytes`.
     #[inline]
     fn row_rest(&self, r: usize) -> (u32, u32) {
-        (if r == 0 { self.row_prefix } else { self.row_ends[r - 1] }, self.row_ends[r])
+        self.row_ends.rest(r, self.row_prefix)
     }
 
     /// Entry `i` against `key` (`i` below the entry count).
@@ -868,7 +925,7 @@ thread_local! {
 /// The row keys as a [`DecodedBlock`] keeps them: the shared prefix and
 /// each row's rest, back to back; the prefix's length; where each rest
 /// ends.
-type RowKeys = (Box<[u8]>, u32, Box<[u32]>);
+type RowKeys = (Box<[u8]>, u32, RowEnds);
 
 /// The block's row keys (see [`RowKeys`]); `row_of` gets each entry's row.
 ///
@@ -934,7 +991,7 @@ fn decode_rows(
         bytes.extend_from_slice(&raw[at..at + len]);
         row_ends.push(bytes.len() as u32);
     }
-    Ok((Box::from(&bytes[..]), prefix as u32, row_ends.into()))
+    Ok((Box::from(&bytes[..]), prefix as u32, RowEnds::of(row_ends, prefix as u32)))
 }
 
 /// Where a stream starts in the block, and how its entries are laid out:
@@ -1257,7 +1314,7 @@ impl DecodedBlock {
     pub fn memory_bytes(&self) -> usize {
         std::mem::size_of::<DecodedBlock>()
             + self.row_bytes.len()
-            + self.row_ends.len() * 4
+            + self.row_ends.memory_bytes()
             + self.row_of.offsets.bytes()
             + self.qualifier_bytes.len()
             + self.qualifier_ends.len() * 4
@@ -1309,7 +1366,7 @@ mod tests {
     #[test]
     fn a_seek_lands_where_a_scan_would() {
         // A block of rows of one to four entries, one of a single wide
-        // row, and one of a row per entry; targets on every entry, between entries and rows, before the
+        // row, and two of a row per entry; targets on every entry, between entries and rows, before the
         // first and after the last, and rows that are a part of the prefix
         // the block's rows share ("row-r") or part from it.
         let mut many = Vec::new();
@@ -1336,11 +1393,23 @@ mod tests {
                 ));
             }
         }
-        // A row per entry, as a tall table's blocks hold.
+        // A row per entry, as a tall table's blocks hold; and such rows
+        // whose keys differ in length, so that their ends are listed.
         let tall: Vec<Entry> = (0..20u32)
             .map(|r| Entry::put(format!("row-r{:02}", r * 2).into(), "q".into(), 1000, 5, "v".into()))
             .collect();
-        for mut entries in [many, wide, tall] {
+        let uneven: Vec<Entry> = (0..20u32)
+            .map(|r| {
+                Entry::put(
+                    format!("row-r{}", "9".repeat(r as usize % 4) + &r.to_string()).into(),
+                    "q".into(),
+                    1000,
+                    5,
+                    "v".into(),
+                )
+            })
+            .collect();
+        for mut entries in [many, wide, tall, uneven] {
             entries.sort_by(|a, b| a.key.cmp(&b.key));
             let block = DecodedBlock::decode(&encode(&entries)).unwrap();
             let mut targets: Vec<InternalKey> = entries.iter().map(|e| e.key.clone()).collect();
@@ -1530,12 +1599,13 @@ mod tests {
         let decoded: Vec<Entry> = block.entries().collect();
         assert_eq!(decoded, entries);
         // The keys share their first 29 bytes, kept once. Each entry: the
-        // 3 bytes of its key after them, the key's 4-byte end and its 14
-        // bytes of value; rows, value offsets and timestamps (a minute
-        // apart) step evenly and cost nothing (they cost 2 bytes each, and
-        // the timestamp 4, then 2 in minutes). Whole keys cost 29 more
-        // bytes an entry.
-        let per_entry = 3 + 4 + 14;
+        // 3 bytes of its key after them and its 14 bytes of value; the
+        // rests are all 3 bytes long, so where each ends is not kept; rows,
+        // value offsets and timestamps (a minute apart) step evenly and
+        // cost nothing (they cost 2 bytes each, and the timestamp 4, then
+        // 2 in minutes). Whole keys cost 29 more bytes an entry, a list of
+        // their ends 4.
+        let per_entry = 3 + 14;
         assert!(block.memory_bytes() <= 29 + per_entry * entries.len() + 512, "{} bytes", block.memory_bytes());
     }
 

@@ -183,7 +183,8 @@ impl Options {
     /// `Error::NotFound` if `path` holds no manifest (it is not a database,
     /// and a read-only open creates none), `Error::Corruption` if the
     /// manifest, a log or a table fails its checks, `Error::Io` on I/O
-    /// failure.
+    /// failure, and `Error::Io` naming the manifest if a writer flushed or
+    /// compacted during each of 20 attempts to gather the view.
     pub fn open_read_only(self, path: impl AsRef<Path>) -> Result<Db> {
         Db::open_read_only_with(path.as_ref(), self)
     }

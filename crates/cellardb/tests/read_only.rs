@@ -4,10 +4,14 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::io;
+use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use bytes::Bytes;
+use cellardb::fs::{FileLock, Fs, LogFile, OsFs, WritableFile};
 use cellardb::{Db, Error, Filter, GcRule, Mutation, Options, RowSet};
 use common::*;
 
@@ -105,9 +109,10 @@ fn views_opened_beside_a_flushing_compacting_writer_are_prefixes_of_its_history(
     while views < 30 {
         let ro = match Db::open_read_only(dir.path()) {
             Ok(ro) => ro,
-            // A writer that flushes every 8 KiB can change the manifest
-            // more often than a loaded machine gathers a view, and the open
-            // then gives up (an I/O error naming the manifest): no view,
+            // A writer that flushes every 8 KiB can change the manifest,
+            // or delete a file it lists, more often than a loaded machine
+            // gathers a view, and the open then gives up (an I/O error
+            // naming the manifest, whichever it met last): no view,
             // nothing to check; try again, but not forever.
             Err(cellardb::Error::Io { path, .. }) if path.ends_with("MANIFEST") && gave_up < 100 => {
                 gave_up += 1;
@@ -127,4 +132,72 @@ fn views_opened_beside_a_flushing_compacting_writer_are_prefixes_of_its_history(
     stop.store(true, Ordering::Relaxed);
     let written = writer.join().unwrap();
     assert!(largest > 0 && largest <= written as usize, "views saw {largest} of {written} rows");
+}
+
+/// The local file system, on which every table is gone by the time it is
+/// mapped: what a read-only open meets when a writer compacts during each
+/// of its attempts.
+#[derive(Debug)]
+struct TablesVanish(OsFs);
+
+impl Fs for TablesVanish {
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.0.create_dir_all(dir)
+    }
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.0.create(path)
+    }
+    fn create_log(&self, path: &Path, capacity: usize) -> io::Result<Box<dyn LogFile>> {
+        self.0.create_log(path, capacity)
+    }
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.0.read(path)
+    }
+    fn map(&self, path: &Path) -> io::Result<Bytes> {
+        if path.extension().is_some_and(|e| e == "sst") {
+            return Err(io::Error::new(io::ErrorKind::NotFound, "deleted by a compaction"));
+        }
+        self.0.map(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.0.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.0.remove(path)
+    }
+    fn zero_range(&self, path: &Path, range: Range<u64>) -> io::Result<()> {
+        self.0.zero_range(path, range)
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        self.0.list(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.0.sync_dir(dir)
+    }
+    fn file_size(&self, path: &Path) -> io::Result<u64> {
+        self.0.file_size(path)
+    }
+    fn try_lock(&self, path: &Path) -> io::Result<Option<FileLock>> {
+        self.0.try_lock(path)
+    }
+}
+
+/// A read-only open that finds a table gone at every attempt gives up with
+/// an error that names the manifest and says a writer kept changing the
+/// database, not one that blames the table it last missed.
+#[test]
+fn a_read_only_open_that_races_a_writer_every_time_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (db, t) = open_with_table(dir.path(), small_options());
+        t.mutate_row("r", [Mutation::set_cell("cf1", "q", 1000, "v")]).unwrap();
+        db.flush().unwrap();
+    }
+    let opts = Options::default().file_system(Arc::new(TablesVanish(OsFs)));
+    let Err(e) = opts.open_read_only(dir.path()) else { panic!("opened a view without its tables") };
+    let Error::Io { path, .. } = &e else { panic!("expected an I/O error naming the manifest, got {e}") };
+    assert!(path.ends_with("MANIFEST"), "{e}");
+    let text = e.to_string();
+    assert!(text.contains("a writer changed the database 20 times"), "{text}");
+    assert!(text.contains(".sst"), "the last file missed is named too: {text}");
 }

@@ -190,6 +190,13 @@ pub(super) fn open_read_only(dir: &Path, opts: Options) -> Result<Core> {
                 let what = format!("the manifest changed {attempt} times while the view was gathered");
                 return Err(Error::io(dir.join(manifest::FILE_NAME), std::io::Error::other(what)));
             }
+            // Given up on a race, the error says so, as the case above
+            // does: the file it last met missing is a symptom, not the fault.
+            Err(e) if may_be_a_race(&e) => {
+                let what =
+                    format!("a writer changed the database {attempt} times while the view was gathered (last: {e})");
+                return Err(Error::io(dir.join(manifest::FILE_NAME), std::io::Error::other(what)));
+            }
             Err(e) => return Err(e),
         }
         std::thread::sleep(std::time::Duration::from_millis(5 * u64::from(attempt)));

@@ -1366,9 +1366,10 @@ mod tests {
     #[test]
     fn a_seek_lands_where_a_scan_would() {
         // A block of rows of one to four entries, one of a single wide
-        // row, and two of a row per entry; targets on every entry, between entries and rows, before the
-        // first and after the last, and rows that are a part of the prefix
-        // the block's rows share ("row-r") or part from it.
+        // row, and two of a row per entry; targets on every entry, between
+        // entries and rows, before the first and after the last, and rows
+        // that are a part of the prefix the block's rows share ("row-r") or
+        // part from it.
         let mut many = Vec::new();
         for r in 0..20u32 {
             let row = format!("row-r{:02}", r * 2);

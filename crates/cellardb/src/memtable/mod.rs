@@ -448,12 +448,13 @@ impl Memtable {
 /// Rows whose cells a walk of the whole memtable reads ahead of using.
 const TOUCH_AHEAD: usize = 16;
 
-/// Reads the first cell of each of `rows`, then the first byte of its
-/// value, before the rows are used. A small row's cells and its values
-/// lie where they were inserted, in time order, while a walk goes in key
-/// order: each row's first read misses the CPU's caches. Issued one after
-/// another with nothing depending on them, the reads of a batch miss
-/// together rather than one by one as the walk reaches each row; a
+/// Reads each cell of the small rows among `rows`, then the first byte of
+/// each of their values, before the rows are used. A small row's cells
+/// and its values lie where they were inserted, in time order, while a
+/// walk goes in key order: each row's first read misses the CPU's
+/// caches (a large row's cells are in a tree of their own). Issued one
+/// after another with nothing depending on them, the reads of a batch
+/// miss together rather than one by one as the walk reaches each row; a
 /// flush's walk spent most of its time waiting on them.
 fn touch_ahead(rows: &[(&RowKey, &RowCells)]) {
     let mut sum = 0u64;

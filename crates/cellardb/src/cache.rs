@@ -11,6 +11,12 @@
 //! and nothing else; eviction sweeps a hand over the blocks, clearing set
 //! bits and evicting the first block whose bit is clear, so a block used
 //! since the hand last passed survives one more sweep.
+//!
+//! A full cache admits a block on its second miss
+//! ([`BlockCache::get_or_admit`]): a reader that would otherwise cache a
+//! block every random point read misses, each pushing out a block that
+//! may be hot, asks first, and a block refused is one its reader need not
+//! decode whole (`docs/architecture.md`, "A point read").
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -58,6 +64,26 @@ struct Shard<V> {
     /// writes.
     hits: u64,
     misses: u64,
+    /// A hash of each block refused lately, in the slot the hash picks
+    /// (0: none): a block missed again while its hash is here is admitted.
+    /// One slot a [`GHOST_SPAN`] of budget remembers about as many blocks
+    /// as the shard holds, and a slot's next refusal forgets the last.
+    ghosts: Box<[u64]>,
+}
+
+/// Bytes of a shard's budget per slot of its refused blocks.
+const GHOST_SPAN: usize = 64 << 10;
+
+/// What [`BlockCache::get_or_admit`] found.
+#[derive(Debug)]
+pub enum Lookup<V> {
+    /// The block, cached.
+    Hit(Arc<V>),
+    /// Not cached; the cache has room for it, or missed it lately: decode
+    /// it whole and insert it.
+    Admit,
+    /// Not cached, and a full cache would not keep it yet.
+    Refuse,
 }
 
 #[derive(Debug)]
@@ -103,19 +129,32 @@ impl<V: Charge> BlockCache<V> {
                 capacity: capacity / SHARDS,
                 hits: 0,
                 misses: 0,
+                ghosts: vec![0; (capacity / SHARDS / GHOST_SPAN).clamp(64, 1 << 16)].into(),
             })
         };
         BlockCache { shards: (0..SHARDS).map(|_| shard()).collect() }
     }
 
     fn shard(&self, key: BlockKey) -> &Mutex<Shard<V>> {
-        let h = key.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ key.1.wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        &self.shards[(h >> 59) as usize % SHARDS]
+        &self.shards[(hash(key) >> 59) as usize % SHARDS]
     }
 
     /// The cached block, if any.
     pub fn get(&self, key: BlockKey) -> Option<Arc<V>> {
         self.shard(key).lock().touch(key)
+    }
+
+    /// The cached block; else whether the caller should decode the block
+    /// whole and insert it. It should while the cache has room, and once
+    /// full, when the block was refused lately: a block read once is not
+    /// let in to push out others, and one read twice is. Counts a hit or
+    /// a miss as [`BlockCache::get`] does.
+    pub fn get_or_admit(&self, key: BlockKey) -> Lookup<V> {
+        let mut shard = self.shard(key).lock();
+        if let Some(block) = shard.touch(key) {
+            return Lookup::Hit(block);
+        }
+        if shard.admits(hash(key)) { Lookup::Admit } else { Lookup::Refuse }
     }
 
     /// Caches `block`, evicting blocks not used lately to stay in budget.
@@ -147,7 +186,30 @@ impl<V: Charge> BlockCache<V> {
     }
 }
 
+/// Mixes a [`BlockKey`]'s two integers: the top bits pick the shard.
+fn hash(key: BlockKey) -> u64 {
+    key.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ key.1.wrapping_mul(0xBF58_476D_1CE4_E5B9)
+}
+
 impl<V: Charge> Shard<V> {
+    /// Whether a block missed now, of hash `h`, should be cached
+    /// ([`BlockCache::get_or_admit`]); remembers it if not. Room is
+    /// more than a sixteenth of the budget free.
+    #[allow(clippy::cast_possible_truncation, reason = "the low bits pick a slot")]
+    fn admits(&mut self, h: u64) -> bool {
+        if self.used + self.capacity / 16 < self.capacity {
+            return true;
+        }
+        let slot = &mut self.ghosts[h as usize % self.ghosts.len()];
+        let mark = h | 1;
+        if *slot == mark {
+            *slot = 0;
+            return true;
+        }
+        *slot = mark;
+        false
+    }
+
     fn touch(&mut self, key: BlockKey) -> Option<Arc<V>> {
         let Some(cached) = self.index.get_mut(&key) else {
             self.misses += 1;
@@ -285,6 +347,31 @@ mod tests {
         }
         let (hits, misses) = cache.hit_counts();
         assert!(hits > 0 && misses > 0);
+    }
+
+    #[test]
+    fn a_full_cache_admits_a_block_on_its_second_miss() {
+        let cache = BlockCache::new(SHARDS * 100);
+        let shard = cache.shard((1, 0));
+        let keys: Vec<BlockKey> =
+            (0..100_000u64).map(|b| (1, b)).filter(|&k| std::ptr::eq(cache.shard(k), shard)).take(6).collect();
+        // With room, every miss is admitted.
+        assert!(matches!(cache.get_or_admit(keys[0]), Lookup::Admit));
+        for &k in &keys[..3] {
+            cache.insert(k, Arc::new(Sized(33)));
+        }
+        assert!(matches!(cache.get_or_admit(keys[0]), Lookup::Hit(_)));
+        // Full: a block's first miss is refused, its second admitted.
+        assert!(matches!(cache.get_or_admit(keys[3]), Lookup::Refuse));
+        assert!(matches!(cache.get_or_admit(keys[4]), Lookup::Refuse));
+        assert!(matches!(cache.get_or_admit(keys[3]), Lookup::Admit));
+        // Admitted once: its next miss starts over.
+        assert!(matches!(cache.get_or_admit(keys[3]), Lookup::Refuse));
+        assert!(matches!(cache.get_or_admit(keys[4]), Lookup::Admit));
+        // Room again, once a file's blocks are dropped.
+        cache.forget_file(1);
+        assert!(matches!(cache.get_or_admit(keys[5]), Lookup::Admit));
+        assert_eq!(cache.hit_counts(), (1, 7));
     }
 
     #[test]

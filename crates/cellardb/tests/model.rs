@@ -280,6 +280,10 @@ fn open(path: &Path, fs: Option<&MemFs>, strategies: &mut Rng) -> (Db, Table) {
         CompactionStrategy::Leveled
     };
     let mut opts = Options::default().memtable_size(4 << 10).block_size(256).compaction_strategy(strategy);
+    // A full block cache: reads of one row decode parts of blocks.
+    if strategies.chance(40) {
+        opts = opts.block_cache_size(if strategies.chance(50) { 0 } else { 16 << 10 });
+    }
     if let Some(fs) = fs {
         opts = opts.file_system(std::sync::Arc::new(fs.clone()));
     }

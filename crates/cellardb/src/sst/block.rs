@@ -36,6 +36,9 @@ use std::cmp::Ordering;
 
 use crate::key::{Entry, EntryKind, EntryRef, InternalKey, MAX_ROW_KEY, is_range_end};
 
+mod part;
+pub(crate) use part::BlockPart;
+
 /// Per-entry unsigned integers in the narrowest width that holds the largest.
 #[derive(Debug)]
 enum Ints {
@@ -396,6 +399,23 @@ pub(crate) fn partition_point(mut lo: usize, mut hi: usize, below: impl Fn(usize
         }
     }
     lo
+}
+
+/// An entry against `key`, whose row is the entry's: the entry's kind
+/// tag (checked at decode), qualifier, timestamp (asked for only if the
+/// rest ties) and sequence number.
+#[allow(clippy::cast_possible_truncation, reason = "kind tags are checked at decode")]
+#[inline]
+fn cmp_in_row(kind: u64, qualifier: &[u8], timestamp: impl FnOnce() -> i64, seq: u64, key: &InternalKey) -> Ordering {
+    let kind = EntryKind::from_tag(kind as u8).unwrap_or(EntryKind::Put);
+    let (group, sub) = kind.rank();
+    let (key_group, key_sub) = key.kind.rank();
+    group
+        .cmp(&key_group)
+        .then_with(|| qualifier.cmp(&key.qualifier[..]))
+        .then(sub.cmp(&key_sub))
+        .then_with(|| key.timestamp.cmp(&timestamp()))
+        .then_with(|| key.seq.cmp(&seq))
 }
 
 /// `bytes[ends[i - 1]..ends[i]]`, the `i`th of back-to-back strings.
@@ -762,17 +782,9 @@ impl DecodedBlock {
     /// Entry `i` against `key`, whose row is entry `i`'s.
     #[allow(clippy::cast_possible_truncation, reason = "kind tags and qualifier ids were checked at decode")]
     fn cmp_in_row(&self, i: usize, key: &InternalKey) -> Ordering {
-        let kind = EntryKind::from_tag(self.kinds.get(i) as u8).unwrap_or(EntryKind::Put);
         let qualifier = nth(&self.qualifier_bytes, &self.qualifier_ends, self.qualifier_of.get(i) as usize);
         let timestamp = || (self.timestamps.get(i) ^ SIGN).cast_signed() * self.scale;
-        let (group, sub) = kind.rank();
-        let (key_group, key_sub) = key.kind.rank();
-        group
-            .cmp(&key_group)
-            .then_with(|| qualifier.cmp(&key.qualifier[..]))
-            .then(sub.cmp(&key_sub))
-            .then_with(|| key.timestamp.cmp(&timestamp()))
-            .then_with(|| key.seq.cmp(&(self.seqs.get(i) ^ SIGN)))
+        cmp_in_row(self.kinds.get(i), qualifier, timestamp, self.seqs.get(i) ^ SIGN, key)
     }
 
     /// Decodes the raw (decompressed) block `raw`.
@@ -804,7 +816,7 @@ impl DecodedBlock {
         let n = c.len(MAX_BLOCK_ENTRIES, "entry count")?;
         let row_count = c.len(n, "row count")?;
         let qual_count = c.len(n, "qualifier count")?;
-        let Scratch { ints: scratch, kinds, qids, heads, rest, starts, row_records, rows } = s;
+        let Scratch { ints: scratch, kinds, qids, heads, rest, starts, row_records, rows, .. } = s;
         let (row_bytes, row_prefix, row_ends) = decode_rows((&mut c, raw), row_count, n, scratch, (row_records, rows))?;
         let row_of = Field::pack_in(scratch, 0, row_count.saturating_sub(1) as u64);
         let mut qualifier_bytes = Vec::new();
@@ -901,6 +913,17 @@ struct Scratch {
     row_records: Vec<[u32; 3]>,
     /// Row keys' rests, rebuilt before the block keeps an exact copy.
     rows: Vec<u8>,
+    /// A part's ([`BlockPart`]): the sequence numbers and value lengths,
+    /// the dictionary's qualifiers (where each lies in the block) and the
+    /// key of the row after the one sought.
+    seqs: Vec<u64>,
+    lens: Vec<u64>,
+    qualifiers: Vec<(u32, u32)>,
+    next_row: Vec<u8>,
+    /// A part's: each qualifier's last value, and the fields of the
+    /// entries it builds.
+    prev: Vec<i64>,
+    built: Vec<u64>,
 }
 
 /// Buffers above this many bytes are let go after a decode, so a thread
@@ -909,9 +932,19 @@ const SCRATCH_KEPT: usize = 1 << 20;
 
 impl Scratch {
     fn release_if_large(&mut self) {
-        let held = (self.ints.capacity() + self.kinds.capacity() + self.rest.capacity() + self.starts.capacity()) * 8
+        let held = (self.ints.capacity()
+            + self.kinds.capacity()
+            + self.rest.capacity()
+            + self.starts.capacity()
+            + self.seqs.capacity()
+            + self.lens.capacity()
+            + self.qualifiers.capacity()
+            + self.prev.capacity()
+            + self.built.capacity())
+            * 8
             + (self.qids.capacity() + 3 * self.row_records.capacity()) * 4
-            + self.rows.capacity();
+            + self.rows.capacity()
+            + self.next_row.capacity();
         if held > SCRATCH_KEPT {
             *self = Scratch::default();
         }
@@ -1363,13 +1396,12 @@ mod tests {
         assert_eq!(DecodedBlock::decode(&raw).unwrap().entry(0).unwrap().key.timestamp, i64::MAX / 1000 * 1000);
     }
 
-    #[test]
-    fn a_seek_lands_where_a_scan_would() {
-        // A block of rows of one to four entries, one of a single wide
-        // row, and two of a row per entry; targets on every entry, between
-        // entries and rows, before the first and after the last, and rows
-        // that are a part of the prefix the block's rows share ("row-r") or
-        // part from it.
+    /// Blocks to seek in: one of rows of one to four entries, one of a
+    /// single wide row, and two of a row per entry, each sorted; and for
+    /// each, targets on every entry, between entries and rows, before the
+    /// first and after the last, and rows that are a part of the prefix
+    /// the block's rows share ("row-r") or part from it.
+    fn blocks_and_targets() -> Vec<(Vec<Entry>, Vec<InternalKey>)> {
         let mut many = Vec::new();
         for r in 0..20u32 {
             let row = format!("row-r{:02}", r * 2);
@@ -1410,9 +1442,9 @@ mod tests {
                 )
             })
             .collect();
+        let mut blocks = Vec::new();
         for mut entries in [many, wide, tall, uneven] {
             entries.sort_by(|a, b| a.key.cmp(&b.key));
-            let block = DecodedBlock::decode(&encode(&entries)).unwrap();
             let mut targets: Vec<InternalKey> = entries.iter().map(|e| e.key.clone()).collect();
             for e in &entries {
                 let mut between = e.key.clone();
@@ -1426,11 +1458,52 @@ mod tests {
             for row in ["", "a", "r", "row", "row-", "row-r", "row-r0", "row-s", "rox", "roa", "s"] {
                 targets.push(InternalKey::first_of_row(row.into()));
             }
+            blocks.push((entries, targets));
+        }
+        blocks
+    }
+
+    #[test]
+    fn a_seek_lands_where_a_scan_would() {
+        for (entries, targets) in blocks_and_targets() {
+            let block = DecodedBlock::decode(&encode(&entries)).unwrap();
             for t in &targets {
                 for inclusive in [true, false] {
                     let scan = entries.iter().position(|e| if inclusive { e.key >= *t } else { e.key > *t });
                     let want = scan.unwrap_or(entries.len());
                     assert_eq!(block.seek(t, inclusive), want, "{t:?} inclusive {inclusive}");
+                }
+            }
+        }
+    }
+
+    /// A read of one row that decodes only a part of a block gets the
+    /// entries a scan of the whole block gives it: from the first at or
+    /// past the target, through the row's last in the block and the entry
+    /// after it, or as many as the cap allows; and the part seeks, and
+    /// answers for its keys, as the whole block would.
+    #[test]
+    fn a_part_holds_what_a_read_of_its_row_would_scan() {
+        for (entries, targets) in blocks_and_targets() {
+            let raw = encode(&entries);
+            for t in &targets {
+                for (inclusive, cap) in [(true, 1), (true, 3), (false, 3), (true, 128), (false, 128)] {
+                    let scan = entries.iter().position(|e| if inclusive { e.key >= *t } else { e.key > *t });
+                    let first = scan.unwrap_or(entries.len());
+                    let row_ends = entries[first..].iter().position(|e| e.key.row != t.row).map(|i| first + i);
+                    // One past the row's last entry (the next row's first
+                    // if the block lacks the row), as far as the cap allows.
+                    let end = row_ends.map_or(entries.len(), |past| past + 1).min(first + cap).min(entries.len());
+                    let part = BlockPart::decode(&raw, t, inclusive, cap).unwrap();
+                    let got: Vec<Entry> = part.block.entries().collect();
+                    let what = format!("{t:?} inclusive {inclusive} cap {cap}");
+                    assert_eq!((part.first, part.total), (first, entries.len()), "{what}");
+                    assert_eq!(got, entries[first..end], "{what}");
+                    assert_eq!(part.block.seek(t, inclusive), 0, "{what}");
+                    for (i, e) in got.iter().enumerate() {
+                        assert_eq!(part.block.cmp_key(i, &e.key), Ordering::Equal, "{what}");
+                        assert_eq!(part.block.seek(&e.key, true), i, "{what}");
+                    }
                 }
             }
         }
@@ -1752,13 +1825,23 @@ mod tests {
             })
             .collect();
         let raw = encode(&entries);
+        // Reads of one row decode parts: of a row at the start, in the
+        // middle, at the end, and of one the block lacks.
+        let targets: Vec<InternalKey> =
+            ["row000", "row006", "row012", "row0065"].map(|r| InternalKey::first_of_row(r.into())).into();
         for cut in 0..raw.len() {
             assert!(DecodedBlock::decode(&raw[..cut]).is_err());
+            for t in &targets {
+                assert!(BlockPart::decode(&raw[..cut], t, true, 8).is_err(), "{t:?} cut at {cut}");
+            }
         }
         for i in 0..raw.len() {
             let mut bad = raw.clone();
             bad[i] ^= 0xa5;
             let _ = DecodedBlock::decode(&bad);
+            for t in &targets {
+                let _ = BlockPart::decode(&bad, t, true, 8);
+            }
         }
     }
 }

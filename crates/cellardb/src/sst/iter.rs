@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::block::{DecodedBlock, EntryAt, partition_point};
 use super::index::{IndexEntry, IndexRows};
-use super::reader::{SstBlockCache, SstReader};
+use super::reader::{RowBlock, SstBlockCache, SstReader};
 use crate::Result;
 use crate::iter::EntrySource;
 use crate::key::{EntryRef, InternalKey};
@@ -20,6 +20,11 @@ pub struct SstIter {
     reverse: bool,
     block_idx: usize,
     block: Option<Arc<DecodedBlock>>,
+    /// Where `block` is only a part of block `block_idx` (a read of one
+    /// row, [`RowBlock::Part`]): the whole block's index of the part's
+    /// first entry, and the whole block's entry count. A move past the
+    /// part decodes the block whole.
+    part: Option<(usize, usize)>,
     pos: usize,
     /// Entry `pos` of `block`, located once: a merge reads the entry under
     /// an iterator several times before moving it on. Set by every public
@@ -66,6 +71,7 @@ impl SstIter {
             reverse,
             block_idx: 0,
             block: None,
+            part: None,
             pos: 0,
             at: None,
             rows: [Vec::new(), Vec::new()],
@@ -141,8 +147,16 @@ impl SstIter {
             return Ok(());
         }
         // Past this block: seek from the index, as a new lower bound would,
-        // searching from the next block on (a seek goes forward).
-        self.position_at(Bound::Included(target), self.block_idx + 1)
+        // searching from the next block on (a seek goes forward); past a
+        // part, from its block, whose rest may hold the target.
+        let from = if self.part_ends_early() { self.block_idx } else { self.block_idx + 1 };
+        self.position_at(Bound::Included(target), from)
+    }
+
+    /// Whether the block under the iterator is a part that ends before its
+    /// block does.
+    fn part_ends_early(&self) -> bool {
+        self.part.is_some_and(|(first, total)| first + self.block_len() < total)
     }
 
     /// Moves to the next entry in the iterator's direction.
@@ -170,7 +184,7 @@ impl SstIter {
     /// if the iterator stands on its first entry.
     pub(crate) fn at_block_start(&self) -> Option<(usize, &Arc<DecodedBlock>)> {
         let block = self.block.as_ref()?;
-        (self.pos == 0 && !block.is_empty()).then_some((self.block_idx, block))
+        (self.pos == 0 && !block.is_empty() && self.part.is_none()).then_some((self.block_idx, block))
     }
 
     /// Moves to the first entry of the next block, past the rest of this
@@ -186,8 +200,26 @@ impl SstIter {
     }
 
     fn load(&mut self, i: usize) -> Result<()> {
-        self.block_idx = i;
         let block = self.reader.block(i, self.cache.as_deref())?;
+        self.install(i, block, None);
+        Ok(())
+    }
+
+    /// Loads block `i` for a read of one row from `target` (`inclusive`):
+    /// whole, or the part the read needs ([`SstReader::block_for_row`]).
+    fn load_for_row(&mut self, i: usize, target: (&InternalKey, bool)) -> Result<()> {
+        match self.reader.block_for_row(i, self.cache.as_deref(), target)? {
+            RowBlock::Whole(block) => self.install(i, block, None),
+            RowBlock::Part { block, first, total } => self.install(i, block, Some((first, total))),
+        }
+        Ok(())
+    }
+
+    /// Makes `block` (block `i`, or the part of it `part` says) the one
+    /// under the iterator.
+    fn install(&mut self, i: usize, block: Arc<DecodedBlock>, part: Option<(usize, usize)>) {
+        self.block_idx = i;
+        self.part = part;
         self.block_inside = self.far_edge_inside(&block);
         self.row_inside = None;
         self.row_held = None;
@@ -196,7 +228,18 @@ impl SstIter {
             self.previous_block = self.block.take();
         }
         self.block = Some(block);
-        Ok(())
+    }
+
+    /// Whether the iterator reads one row from `target` on: forward, up
+    /// to the first key of the row after `target`'s (a read of one row's
+    /// bounds), so that a block it loads may be decoded in part.
+    fn reads_one_row_from(&self, target: &InternalKey) -> bool {
+        let Bound::Excluded(hi) = &self.hi else { return false };
+        !self.reverse
+            && hi.is_first_of_row()
+            && hi.row.len() == target.row.len() + 1
+            && hi.row.starts_with(&target.row)
+            && hi.row.last() == Some(&0)
     }
 
     fn block_len(&self) -> usize {
@@ -228,15 +271,20 @@ impl SstIter {
         }
         match self.block.take() {
             // The block is at hand (a read moving on to a near key): only
-            // where the bounds fall against it is new.
-            Some(block) if self.block_idx == i => {
+            // where the bounds fall against it is new. A part may lack
+            // the new key's entries.
+            Some(block) if self.block_idx == i && self.part.is_none() => {
                 self.block_inside = self.far_edge_inside(&block);
                 self.row_inside = None;
                 self.block = Some(block);
             }
             other => {
-                self.block = other; // kept alive by `load` as the previous block
-                self.load(i)?;
+                self.block = other; // kept alive by `install` as the previous block
+                match lo {
+                    Bound::Included(k) if self.reads_one_row_from(k) => self.load_for_row(i, (k, true))?,
+                    Bound::Excluded(k) if self.reads_one_row_from(k) => self.load_for_row(i, (k, false))?,
+                    _ => self.load(i)?,
+                }
             }
         }
         let Some(block) = &self.block else { return Ok(()) };
@@ -253,6 +301,13 @@ impl SstIter {
     /// Moves past the end of exhausted (or empty) blocks.
     fn skip_forward(&mut self) -> Result<()> {
         while self.block.is_some() && self.pos >= self.block_len() {
+            if let Some((first, _)) = self.part.filter(|_| self.part_ends_early()) {
+                // Past a part: the rest of its block, decoded whole.
+                let past = first + self.block_len();
+                self.load(self.block_idx)?;
+                self.pos = past;
+                continue;
+            }
             if self.block_idx + 1 >= self.reader.index().len() {
                 self.block = None;
                 return Ok(());

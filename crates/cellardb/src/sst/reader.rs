@@ -9,13 +9,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 
 use super::Properties;
-use super::block::DecodedBlock;
+use super::block::{BlockPart, DecodedBlock};
 use super::bloom::{self, BloomSummary, RowFilter};
 use super::format::{BlockCompression, BlockHandle, FOOTER_LEN, Footer, MAX_RAW_BLOCK, TRAILER_LEN, check_trailer};
 use super::index::{self, IndexEntry, IndexRows};
 use super::writer::LastKey;
-use crate::cache::BlockCache;
+use crate::cache::{BlockCache, Lookup};
 use crate::coding::DecodeError;
+use crate::key::InternalKey;
 use crate::{Error, Result};
 
 /// The cache an SSTable's decoded data blocks are kept in.
@@ -25,6 +26,21 @@ thread_local! {
     static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
     /// A data block, decompressed to be decoded: one buffer per thread.
     static RAW_BLOCK: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The most entries a read of one row decodes as a part of a block
+/// ([`SstReader::block_for_row`]); a read that goes on past them decodes
+/// the block whole. A point read takes a few; a column's cells in a time
+/// range, an hour's or so.
+pub(crate) const PART_CAP: usize = 128;
+
+/// What a read of one row gets of a data block ([`SstReader::block_for_row`]).
+#[derive(Debug)]
+pub(crate) enum RowBlock {
+    /// The whole block.
+    Whole(Arc<DecodedBlock>),
+    /// Entries `first..first + block.len()` of the block's `total`.
+    Part { block: Arc<DecodedBlock>, first: usize, total: usize },
 }
 
 /// An open SSTable.
@@ -153,22 +169,56 @@ impl SstReader {
     /// Data block `i`, from `cache` if there, else read, checked, decoded
     /// and cached.
     pub(crate) fn block(&self, i: usize, cache: Option<&SstBlockCache>) -> Result<Arc<DecodedBlock>> {
-        let key = (self.id, i as u64);
-        if let Some(block) = cache.and_then(|c| c.get(key)) {
+        if let Some(block) = cache.and_then(|c| c.get((self.id, i as u64))) {
             return Ok(block);
         }
-        let Some(entry) = self.index.get(i) else {
-            let what = format!("block {i} of {}: the file has {} data blocks", self.path.display(), self.index.len());
-            return Err(Error::InvalidArgument(what));
-        };
-        let handle = entry.handle;
+        self.decode_block(i, cache)
+    }
+
+    /// What a forward read of `target`'s row from `target` gets of data
+    /// block `i`: the block from `cache` if there; else decoded whole and
+    /// cached if the cache admits it ([`BlockCache::get_or_admit`]); else
+    /// only the part the read needs ([`BlockPart`]), not cached. Without a
+    /// cache, the part.
+    pub(crate) fn block_for_row(
+        &self,
+        i: usize,
+        cache: Option<&SstBlockCache>,
+        (target, inclusive): (&InternalKey, bool),
+    ) -> Result<RowBlock> {
+        if let Some(c) = cache {
+            match c.get_or_admit((self.id, i as u64)) {
+                Lookup::Hit(block) => return Ok(RowBlock::Whole(block)),
+                Lookup::Admit => return self.decode_block(i, cache).map(RowBlock::Whole),
+                Lookup::Refuse => {}
+            }
+        }
+        let handle = self.handle(i)?;
+        let part = self.with_raw(&handle, |raw| BlockPart::decode(raw, target, inclusive, PART_CAP))?;
+        let part = part.map_err(|e| self.block_corruption(&handle, &e))?;
+        self.blocks_decoded.fetch_add(1, Ordering::Relaxed);
+        Ok(RowBlock::Part { block: Arc::new(part.block), first: part.first, total: part.total })
+    }
+
+    /// Data block `i`, read, checked and decoded, and cached in `cache`.
+    fn decode_block(&self, i: usize, cache: Option<&SstBlockCache>) -> Result<Arc<DecodedBlock>> {
+        let handle = self.handle(i)?;
         let decoded = self.with_raw(&handle, DecodedBlock::decode)?;
         let block = Arc::new(decoded.map_err(|e| self.block_corruption(&handle, &e))?);
         self.blocks_decoded.fetch_add(1, Ordering::Relaxed);
         if let Some(c) = cache {
-            c.insert(key, block.clone());
+            c.insert((self.id, i as u64), block.clone());
         }
         Ok(block)
+    }
+
+    /// Where data block `i` is.
+    fn handle(&self, i: usize) -> Result<BlockHandle> {
+        let Some(entry) = self.index.get(i) else {
+            let what = format!("block {i} of {}: the file has {} data blocks", self.path.display(), self.index.len());
+            return Err(Error::InvalidArgument(what));
+        };
+        Ok(entry.handle)
     }
 
     /// Data block `i` as stored (compressed or not), its checksum checked:

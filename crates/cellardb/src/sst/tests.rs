@@ -155,6 +155,78 @@ fn entries_out_of_order_are_refused() {
 }
 
 /// Each block's last key, as (row, qualifier), in file order.
+/// Reads of one row after another, as a read of a row set makes them
+/// (each from the row's first key or from a key inside it, seeking ahead
+/// now and then), get what the sorted vector holds, whether their blocks
+/// are decoded in part (no cache; a full cache refusing a block's first
+/// miss) or whole (a cache with room). Some rows are wide, with columns
+/// longer than a part.
+#[test]
+fn reads_of_one_row_get_from_parts_of_blocks_what_whole_blocks_hold() {
+    use crate::iter::EntrySource;
+    use crate::sst::reader::SstBlockCache;
+    let mut rng = Rng(17);
+    for (round, block_size) in [256, 4096, 16384, 1 << 16].into_iter().enumerate() {
+        let fs = MemFs::new();
+        let mut entries = random_entries(&mut rng, 1200);
+        entries.extend(wide_row("row030w", &["a", "b", "c"], 400));
+        entries.extend(wide_row("row031", &["x"], 300).into_iter().map(|mut e| {
+            e.key.seq = 5000 + (e.key.timestamp / 60_000_000).cast_unsigned();
+            e
+        }));
+        entries.sort_by(|a, b| a.key.cmp(&b.key));
+        entries.dedup_by(|a, b| a.key == b.key);
+        let compression = if round % 2 == 0 { Compression::Zstd { level: 1 } } else { Compression::None };
+        let reader = write(&fs, &entries, block_size, compression);
+        let mut rows: Vec<Bytes> = (0..62).map(|r| Bytes::from(format!("row{r:03}"))).collect();
+        rows.push("row030w".into());
+        rows.sort();
+        for cache in [None, Some(Arc::new(SstBlockCache::new(0))), Some(Arc::new(SstBlockCache::new(1 << 30)))] {
+            let mut it: Option<SstIter> = None;
+            for row in &rows {
+                let mut next_row = row.to_vec();
+                next_row.push(0);
+                let hi = Bound::Excluded(InternalKey::first_of_row(next_row.into()));
+                let of_row: Vec<&Entry> = entries.iter().filter(|e| e.key.row == *row).collect();
+                let lo = match rng.below(3) {
+                    0 if !of_row.is_empty() => {
+                        Bound::Included(of_row[rng.below(of_row.len() as u64) as usize].key.clone())
+                    }
+                    1 if !of_row.is_empty() => {
+                        Bound::Excluded(of_row[rng.below(of_row.len() as u64) as usize].key.clone())
+                    }
+                    _ => Bound::Included(InternalKey::first_of_row(row.clone())),
+                };
+                let want: Vec<&Entry> = entries.iter().filter(|e| within(&e.key, &lo, &hi)).collect();
+                let it = match it.as_mut() {
+                    Some(it) => {
+                        it.restart((lo.clone(), hi.clone()), true).unwrap();
+                        it
+                    }
+                    None => {
+                        it.insert(SstIter::new(reader.clone(), cache.clone(), (lo.clone(), hi.clone()), false).unwrap())
+                    }
+                };
+                let what = format!("row {row:?} from {lo:?}, block size {block_size}, cache {}", cache.is_some());
+                let (mut j, seeks) = (0, rng.below(2) == 0);
+                while let Some(e) = it.current() {
+                    assert_eq!(Some(&e.to_entry()), want.get(j).copied(), "entry {j} of {what}");
+                    if seeks && rng.below(6) == 0 {
+                        let mut target = want[(j + 1 + rng.below(200) as usize).min(want.len() - 1)].key.clone();
+                        target.timestamp += rng.below(2) as i64;
+                        it.seek(&target).unwrap();
+                        j = j.max(want.partition_point(|e| e.key < target));
+                    } else {
+                        it.advance().unwrap();
+                        j += 1;
+                    }
+                }
+                assert_eq!(j, want.len(), "{what}");
+            }
+        }
+    }
+}
+
 fn block_ends(reader: &SstReader) -> Vec<(String, String)> {
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     reader.index().iter().map(|e| (text(&e.last_key.row), text(&e.last_key.qualifier))).collect()

@@ -1,0 +1,626 @@
+//! The part of a data block that a read of one row needs, decoded on its
+//! own.
+//!
+//! A read of one row whose block is not cached would decode the whole
+//! block, a thousand entries or more, to return a few; and with the cache
+//! full, caching it pushes out a block that may be read again. Instead the
+//! block is walked once without being built: its row records to find the
+//! row, its per-entry streams only as far as the entries read, its value
+//! lengths to find where their values lie. Only those entries are built,
+//! into a [`DecodedBlock`] of their own, which is not cached.
+//!
+//! The walk checks what it reads as [`DecodedBlock::decode`] does (the
+//! row records, the qualifier ids, the value lengths, that the block ends
+//! where its values do); of the entries' own fields, it checks those it
+//! compares or returns.
+
+use std::ops::Range;
+
+use super::{
+    Cursor, DecodeError, DecodedBlock, EntryKind, FLAG_MILLIS, FLAG_PACKED_STREAMS, Field, InternalKey,
+    MAX_BLOCK_ENTRIES, MAX_ROW_KEY, RowEnds, SCRATCH, SIGN, Scratch, Stream, StreamAt, cmp_in_row, is_range_end,
+    min_max, partition_point, read_stream, read_stream_unless_same, unzigzag,
+};
+
+/// Entries `first..first + block.len()` of a data block of `total`
+/// entries, decoded on their own ([`BlockPart::decode`]).
+#[derive(Debug)]
+pub(crate) struct BlockPart {
+    pub(crate) block: DecodedBlock,
+    pub(crate) first: usize,
+    pub(crate) total: usize,
+}
+
+impl BlockPart {
+    /// The part of the raw block `raw` that a forward read of `target`'s
+    /// row from `target` reads: from the first entry not below `target`
+    /// (`inclusive`) or above it, to the end of the row in the block and
+    /// one entry more (the next row's first, which tells the read the row
+    /// has ended), at most `cap` entries (at least one). If the block does
+    /// not hold the row, the first entry of the next row in it, if any.
+    ///
+    /// # Errors
+    /// A [`DecodeError`] at the offset in `raw` of the first byte the walk
+    /// reads that does not decode, or of the stream holding a value out of
+    /// range.
+    pub(crate) fn decode(
+        raw: &[u8],
+        target: &InternalKey,
+        inclusive: bool,
+        cap: usize,
+    ) -> Result<BlockPart, DecodeError> {
+        SCRATCH.with(|cell| {
+            let mut scratch = cell.borrow_mut();
+            let part = decode_part(raw, (target, inclusive), cap.max(1), &mut scratch);
+            scratch.release_if_large();
+            part
+        })
+    }
+}
+
+/// [`BlockPart::decode`], with the thread's working buffers.
+fn decode_part(
+    raw: &[u8],
+    (target, inclusive): (&InternalKey, bool),
+    cap: usize,
+    s: &mut Scratch,
+) -> Result<BlockPart, DecodeError> {
+    let Scratch { ints, kinds, heads, rest, starts, seqs, lens, qualifiers, prev, built, rows: key, next_row, .. } = s;
+    let (walk, row) = Walk::of(
+        raw,
+        &target.row,
+        (key, next_row),
+        (kinds, qualifiers, starts, ints, seqs, lens),
+        (&mut *heads, &mut *rest, prev),
+    )?;
+    let first = if row.is_target {
+        partition_point(row.start, row.end(), |i| {
+            let ord = cmp_in_row(walk.kinds.get(i), walk.qualifier(i), || walk.timestamp(i), walk.seq(i), target);
+            if inclusive { ord.is_lt() } else { ord.is_le() }
+        })
+    } else {
+        row.start
+    };
+    let part = first..row.needed(walk.n).end.min(first.saturating_add(cap)).max(first);
+    value_starts((walk.qids, walk.lens), heads, part.clone(), rest);
+    walk.check_kinds(part.clone(), rest)?;
+    let values: Vec<u8> = part.clone().flat_map(|i| walk.value(i, rest[i - first])).copied().collect();
+    let (row_bytes, row_prefix, row_ends, row_of) = part_rows(&row, part.clone(), key, next_row);
+    let (qualifier_bytes, qualifier_ends, qualifier_of) =
+        part_qualifiers(part.clone(), |i| walk.qualifier(i), (walk.qids, walk.quals), heads);
+    let (min, max) = min_max(each(built, part.clone(), |i| walk.timestamps.get(i)));
+    let timestamps = Field::pack_in_units(built, min, max);
+    let mut at = 0;
+    let value_starts = Field::pack(each(built, part.clone(), |i| {
+        at += walk.lens[i];
+        at - walk.lens[i]
+    }));
+    let block = DecodedBlock {
+        len: part.len(),
+        row_bytes,
+        row_prefix,
+        row_ends,
+        row_of,
+        qualifier_bytes,
+        qualifier_ends,
+        qualifier_of,
+        kinds: Field::pack(each(built, part.clone(), |i| walk.kinds.get(i))),
+        timestamps,
+        scale: walk.scale,
+        seqs: Field::pack(each(built, part.clone(), |i| walk.sequences.get(i))),
+        value_starts,
+        values: values.into(),
+        value_lens: Field::pack(each(built, part, |i| walk.lens[i])),
+    };
+    Ok(BlockPart { block, first, total: walk.n })
+}
+
+/// A block walked through without being built: where its parts are, and
+/// each entry's fields as far as a part needs them.
+struct Walk<'a> {
+    raw: &'a [u8],
+    n: usize,
+    quals: usize,
+    scale: i64,
+    kinds: View<'a>,
+    /// Where each stream of kinds starts, for errors.
+    kinds_at: StreamAt,
+    /// Where each dictionary qualifier lies in `raw`.
+    qualifiers: &'a [(u32, u32)],
+    qids: &'a [u64],
+    timestamps: Values<'a>,
+    sequences: Values<'a>,
+    lens: &'a [u64],
+    /// Where the values start in `raw`.
+    values_at: usize,
+}
+
+/// A walk's buffers for the streams it keeps: kinds, qualifiers, qualifier
+/// ids, timestamps, sequence numbers, value lengths.
+type WalkBuffers<'a> =
+    (&'a mut Vec<u64>, &'a mut Vec<(u32, u32)>, &'a mut Vec<u64>, &'a mut Vec<u64>, &'a mut Vec<u64>, &'a mut Vec<u64>);
+
+impl<'a> Walk<'a> {
+    /// Walks the raw block `raw`, finding the first row not below `row`
+    /// ([`find_row`], whose keys go to `keys`); undoes the deltas of the
+    /// entries up to that row's end and one more. `work` holds working
+    /// buffers.
+    #[allow(clippy::cast_possible_truncation, reason = "offsets and counts within a block checked to be under 4 GiB")]
+    fn of(
+        raw: &'a [u8],
+        row: &[u8],
+        keys: (&mut Vec<u8>, &mut Vec<u8>),
+        (kinds, qualifiers, qids, timestamps, seqs, lens): WalkBuffers<'a>,
+        work: (&mut Vec<u64>, &mut Vec<u64>, &mut Vec<i64>),
+    ) -> Result<(Walk<'a>, RowFound), DecodeError> {
+        if u32::try_from(raw.len()).is_err() {
+            return Err(DecodeError::new(0, "block larger than 4 GiB"));
+        }
+        let mut c = Cursor::new(raw);
+        let flags = c.u8("block flags")?;
+        if flags & !(FLAG_MILLIS | FLAG_PACKED_STREAMS) != 0 {
+            return Err(c.error_at(0, "unknown block flags"));
+        }
+        let scale: i64 = if flags & FLAG_MILLIS != 0 { 1000 } else { 1 };
+        let packed = flags & FLAG_PACKED_STREAMS != 0;
+        let n = c.len(MAX_BLOCK_ENTRIES, "entry count")?;
+        let row_count = c.len(n, "row count")?;
+        let quals = c.len(n, "qualifier count")?;
+        let found = find_row(&mut c, (row_count, n), row, keys)?;
+        qualifiers.clear();
+        for _ in 0..quals {
+            let len = c.length_prefixed("qualifier")?.len();
+            qualifiers.push(((c.position() - len) as u32, c.position() as u32));
+        }
+        if quals == 0 && n > 0 {
+            return Err(c.error("qualifier dictionary is empty"));
+        }
+        let (kinds_at, kinds) = read_view(&mut c, n, packed.then_some("kinds"), "kinds", kinds)?;
+        let qids = read_qualifier_ids(&mut c, n, quals, packed, qids)?;
+        let needed = found.needed(n);
+        let (heads, spill, prev) = work;
+        let (timestamps_at, timestamps) =
+            read_values(&mut c, (qids, quals), packed, ("timestamp", needed.end), (heads, spill, prev), timestamps)?;
+        let (seqs_at, sequences) =
+            read_values(&mut c, (qids, quals), packed, ("sequence", needed.end), (heads, spill, prev), seqs)?;
+        for i in needed {
+            if (timestamps.get(i) ^ SIGN).cast_signed().checked_mul(scale).is_none() {
+                return Err(c.error_at(timestamps_at, "timestamp out of range"));
+            }
+            if sequences.get(i) < SIGN {
+                return Err(c.error_at(seqs_at, "negative sequence number"));
+            }
+        }
+        let lens_at = read_stream(&mut c, n, packed.then_some("value length"), "value length", lens)?;
+        let total = group_starts((qids, lens), quals, c.remaining() as u64, heads)
+            .map_err(|i| c.error_at(lens_at.offset_of(&c, i), "value length"))?;
+        let values_at = c.position();
+        c.bytes(usize::try_from(total).map_err(|_| c.error("values"))?, "values")?;
+        if !c.is_empty() {
+            return Err(c.error("end of block"));
+        }
+        let walk =
+            Walk { raw, n, quals, scale, kinds, kinds_at, qualifiers, qids, timestamps, sequences, lens, values_at };
+        Ok((walk, found))
+    }
+
+    /// Entry `i`'s qualifier.
+    #[allow(clippy::cast_possible_truncation, reason = "qualifier ids were checked to be below the count")]
+    fn qualifier(&self, i: usize) -> &'a [u8] {
+        let (start, end) = self.qualifiers[self.qids[i] as usize];
+        &self.raw[start as usize..end as usize]
+    }
+
+    /// Entry `i`'s timestamp (`i` among the entries undone).
+    fn timestamp(&self, i: usize) -> i64 {
+        (self.timestamps.get(i) ^ SIGN).cast_signed().wrapping_mul(self.scale)
+    }
+
+    /// Entry `i`'s sequence number (`i` among the entries undone).
+    fn seq(&self, i: usize) -> u64 {
+        self.sequences.get(i) ^ SIGN
+    }
+
+    /// Entry `i`'s value, which starts `start` bytes into the values.
+    #[allow(clippy::cast_possible_truncation, reason = "lengths within the block checked to be under 4 GiB")]
+    fn value(&self, i: usize, start: u64) -> &'a [u8] {
+        let start = self.values_at + start as usize;
+        &self.raw[start..start + self.lens[i] as usize]
+    }
+
+    /// Checks the kinds of entries `range`, whose values start at `starts`:
+    /// each a kind, and a column tombstone's value a range end.
+    fn check_kinds(&self, range: Range<usize>, starts: &[u64]) -> Result<(), DecodeError> {
+        let c = Cursor::new(self.raw);
+        for (i, &start) in range.zip(starts) {
+            let at = || c.error_at(self.kinds_at.offset_of(&c, i), "entry kind");
+            let kind = u8::try_from(self.kinds.get(i)).ok().and_then(EntryKind::from_tag).ok_or_else(at)?;
+            if kind == EntryKind::DeleteColumn && !is_range_end(self.value(i, start)) {
+                return Err(c.error_at(self.kinds_at.offset_of(&c, i), "column tombstone's range end"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `f` of each index of `range`, in `buf`.
+fn each(buf: &mut Vec<u64>, range: Range<usize>, f: impl FnMut(usize) -> u64) -> &[u64] {
+    buf.clear();
+    buf.extend(range.map(f));
+    buf
+}
+
+/// The row a part starts in, found by [`find_row`]: the target's, if the
+/// block holds it, else the first row above it.
+struct RowFound {
+    /// Its first entry (the entry count if no row is above the target's).
+    start: usize,
+    /// Its entries.
+    run: usize,
+    is_target: bool,
+}
+
+impl RowFound {
+    fn end(&self) -> usize {
+        self.start + self.run
+    }
+
+    /// The entries whose fields a part compares or may build: the target
+    /// row's and the next row's first; or the first of the row above.
+    fn needed(&self, n: usize) -> Range<usize> {
+        let end = if self.is_target { self.end() + 1 } else { self.start + 1 };
+        self.start..end.min(n)
+    }
+}
+
+/// Walks the block's `count` row records (of `entries` entries in all),
+/// finding the first row whose key is not below `target`. Its key is left
+/// in `key`, and the key of the row after it in `next`.
+fn find_row(
+    c: &mut Cursor<'_>,
+    (count, entries): (usize, usize),
+    target: &[u8],
+    (key, next): (&mut Vec<u8>, &mut Vec<u8>),
+) -> Result<RowFound, DecodeError> {
+    key.clear();
+    next.clear();
+    let (mut covered, mut prev_len) = (0, 0);
+    let mut found: Option<RowFound> = None;
+    let mut next_kept = false;
+    // Bytes the row before, below the target, shares with it.
+    let mut matched = 0;
+    for _ in 0..count {
+        let shared = c.len(prev_len, "row shared prefix")?;
+        let suffix = c.length_prefixed("row suffix")?;
+        if shared + suffix.len() > MAX_ROW_KEY {
+            return Err(c.error("row key longer than the 4 KiB limit"));
+        }
+        let run = c.len(entries - covered, "row run")?;
+        if run == 0 {
+            return Err(c.error("row with no entries"));
+        }
+        prev_len = shared + suffix.len();
+        if found.is_none() {
+            // `key` holds the row before, whose length `shared` is within.
+            key.truncate(shared);
+            key.extend_from_slice(suffix);
+            // A row that shares more with the row before than it shares
+            // with the target is below the target too: only a row sharing
+            // no more is compared, and from where it parts from the row
+            // before, not from its first byte.
+            if shared <= matched {
+                let common = shared + common_prefix(&key[shared..], &target[shared..]);
+                let order = match (key.get(common), target.get(common)) {
+                    (Some(a), Some(b)) => a.cmp(b),
+                    (a, b) => a.is_some().cmp(&b.is_some()),
+                };
+                if order.is_ge() {
+                    found = Some(RowFound { start: covered, run, is_target: order.is_eq() });
+                }
+                matched = common;
+            }
+        } else if !next_kept {
+            next.extend_from_slice(&key[..shared]);
+            next.extend_from_slice(suffix);
+            next_kept = true;
+        }
+        covered += run;
+    }
+    if covered != entries {
+        return Err(c.error("row runs do not add up to the entry count"));
+    }
+    Ok(found.unwrap_or(RowFound { start: entries, run: 0, is_target: false }))
+}
+
+/// A stream of a block read in place: its integers found by index, not
+/// spread into a buffer, so that a part reads of each only what it needs.
+#[derive(Debug, Clone, Copy)]
+enum View<'a> {
+    /// One value for every entry.
+    Same(u64),
+    /// `base` plus little-endian offsets of `width` bytes, back to back.
+    Fixed { base: u64, width: usize, bytes: &'a [u8] },
+    /// Varints, read into a buffer (they cannot be found by index).
+    Spread(&'a [u64]),
+}
+
+impl View<'_> {
+    /// Integer `i`; `i` below the stream's count.
+    #[inline]
+    fn get(&self, i: usize) -> u64 {
+        match *self {
+            View::Same(value) => value,
+            View::Fixed { base, width: 1, bytes } => base.wrapping_add(u64::from(bytes[i])),
+            View::Fixed { base, width: 2, bytes } => {
+                base.wrapping_add(u64::from(u16::from_le_bytes([bytes[2 * i], bytes[2 * i + 1]])))
+            }
+            View::Fixed { base, bytes, .. } => {
+                let b = &bytes[4 * i..4 * i + 4];
+                base.wrapping_add(u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+            }
+            View::Spread(values) => values[i],
+        }
+    }
+}
+
+/// Reads a stream of `n` integers in place, as [`read_stream`] reads it
+/// into a buffer: in a packed block (`packed` names the stream) in the
+/// encoding its tag gives; otherwise kinds as bytes and the rest as
+/// varints, which are read into `spill`.
+fn read_view<'r: 'v, 's: 'v, 'v>(
+    c: &mut Cursor<'r>,
+    n: usize,
+    packed: Option<&'static str>,
+    what: &'static str,
+    spill: &'s mut Vec<u64>,
+) -> Result<(StreamAt, View<'v>), DecodeError> {
+    let start = c.position();
+    let Some(what) = packed else {
+        if what == "kinds" {
+            let bytes = c.bytes(n, what)?;
+            let at = StreamAt { data: start, values: start, encoding: Stream::Offsets8 };
+            return Ok((at, View::Fixed { base: 0, width: 1, bytes }));
+        }
+        c.varints(n, what, spill)?;
+        return Ok((StreamAt { data: start, values: start, encoding: Stream::Varints }, View::Spread(spill)));
+    };
+    let tag = c.u8(what)?;
+    let encoding = Stream::from_tag(tag).ok_or_else(|| c.error_at(start, "unknown stream encoding"))?;
+    let data = c.position();
+    if encoding == Stream::Varints {
+        c.varints(n, what, spill)?;
+        return Ok((StreamAt { data, values: data, encoding }, View::Spread(spill)));
+    }
+    let base = c.varint(what)?;
+    let values = c.position();
+    let view = if encoding == Stream::Same {
+        View::Same(base)
+    } else {
+        let width = encoding.width();
+        let len = n.checked_mul(width).ok_or_else(|| c.error(what))?;
+        View::Fixed { base, width, bytes: c.bytes(len, what)? }
+    };
+    Ok((StreamAt { data, values, encoding }, view))
+}
+
+/// Each entry's qualifier id, into `out`, checked as
+/// [`decode_qualifier_ids`] checks them: below `quals`, in order of first
+/// appearance, every one used.
+fn read_qualifier_ids<'o>(
+    c: &mut Cursor<'_>,
+    n: usize,
+    quals: usize,
+    packed: bool,
+    out: &'o mut Vec<u64>,
+) -> Result<&'o [u64], DecodeError> {
+    let (at, same) = read_stream_unless_same(c, n, packed.then_some("qualifier id"), "qualifier id", out)?;
+    if let Some(q) = same {
+        if n > 0 && (q != 0 || quals != 1) {
+            return Err(c.error_at(at.offset_of(c, 0), "qualifier id"));
+        }
+        out.clear();
+        out.resize(n, 0);
+        return Ok(out);
+    }
+    let mut next = 0;
+    for (i, &q) in out.iter().enumerate() {
+        if q > next || q >= quals as u64 {
+            return Err(c.error_at(at.offset_of(c, i), "qualifier id"));
+        }
+        next += u64::from(q == next);
+    }
+    if next != quals as u64 {
+        return Err(c.error_at(at.data, "qualifier id: a dictionary entry no entry uses"));
+    }
+    Ok(out)
+}
+
+/// The number of bytes `a` and `b` share at their start.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// Per-entry values of a delta stream, as far as a part needs them.
+enum Values<'a> {
+    /// Stepping evenly: each value at hand without undoing any delta.
+    Even(Field),
+    /// Undone one by one, as far as the part needs.
+    Spread(&'a [u64]),
+}
+
+impl Values<'_> {
+    /// Value `i`, order-mapped ([`SIGN`]); `i` within the entries undone.
+    #[inline]
+    fn get(&self, i: usize) -> u64 {
+        match self {
+            Values::Even(field) => field.get(i),
+            Values::Spread(values) => values[i],
+        }
+    }
+}
+
+/// Reads a stream of per-qualifier deltas (as [`read_delta_stream`]) of
+/// the entries whose qualifier ids are `qids` (of `quals` qualifiers), and
+/// undoes them for the first `end` entries into `out`, unless they step
+/// evenly. `heads`, `spill` and `prev` are working buffers. Returns where
+/// the stream starts.
+fn read_values<'o>(
+    c: &mut Cursor<'_>,
+    (qids, quals): (&[u64], usize),
+    packed: bool,
+    (what, end): (&'static str, usize),
+    (heads, spill, prev): (&mut Vec<u64>, &mut Vec<u64>, &mut Vec<i64>),
+    out: &'o mut Vec<u64>,
+) -> Result<(usize, Values<'o>), DecodeError> {
+    let start = c.position();
+    let n = qids.len();
+    heads.clear();
+    if packed {
+        // Every qualifier of the dictionary has a first entry, in id order.
+        for _ in 0..quals.min(n) {
+            heads.push(c.varint(what)?);
+        }
+    }
+    let (_, same) = read_stream_unless_same(c, n - heads.len(), packed.then_some(what), what, spill)?;
+    if let Some(step) = same {
+        if let [first, others @ ..] = &heads[..]
+            && (others.is_empty() || (step == 0 && others.iter().all(|&d| d == 0)))
+            && let Some((field, _, _)) = Field::arithmetic(unzigzag(*first), unzigzag(step), n)
+        {
+            return Ok((start, Values::Even(field)));
+        }
+        spill.clear();
+        spill.resize(n - heads.len(), step);
+    }
+    undo(heads, spill, (&qids[..end], quals), prev, out);
+    Ok((start, Values::Spread(out)))
+}
+
+/// Undoes per-qualifier deltas for the entries whose qualifier ids are
+/// `qids`, into `out` (order-mapped): each entry's from the entry before
+/// of its qualifier, or, for a qualifier's first, from the entry before.
+/// In a packed block a qualifier's first delta is in `heads` and the
+/// others in `deltas`; in an older block (`heads` empty) every delta is in
+/// `deltas`. The ids are checked ([`read_qualifier_ids`]), so the deltas
+/// hold every one asked for.
+#[allow(clippy::cast_possible_truncation, reason = "qualifier ids were checked to be below the count")]
+fn undo(heads: &[u64], deltas: &[u64], (qids, quals): (&[u64], usize), prev: &mut Vec<i64>, out: &mut Vec<u64>) {
+    prev.clear();
+    prev.resize(quals, 0);
+    out.clear();
+    let (mut next_head, mut others, mut last) = (0, deltas.iter(), 0i64);
+    for (i, &q) in qids.iter().enumerate() {
+        let q = q as usize;
+        let base = if q == next_head { last } else { prev[q] };
+        let delta = if heads.is_empty() {
+            deltas[i]
+        } else if q == next_head {
+            heads[q]
+        } else {
+            others.next().copied().unwrap_or(0)
+        };
+        next_head += usize::from(q == next_head);
+        let v = base.wrapping_add(unzigzag(delta));
+        (prev[q], last) = (v, v);
+        out.push(v.cast_unsigned() ^ SIGN);
+    }
+}
+
+/// Where each qualifier's values start in the block's values, into
+/// `starts` (indexed by qualifier id), for `n` entries of `quals`
+/// qualifiers; returns the values' total length, or the index of the
+/// first entry whose length is above `left`, the bytes the block has left.
+#[allow(clippy::cast_possible_truncation, reason = "qualifier ids were checked to be below the count")]
+fn group_starts((qids, lens): (&[u64], &[u64]), quals: usize, left: u64, starts: &mut Vec<u64>) -> Result<u64, usize> {
+    starts.clear();
+    starts.resize(quals, 0);
+    if let Some(i) = lens.iter().position(|&len| len > left) {
+        return Err(i);
+    }
+    // Each length is at most the bytes left, under 4 GiB, and there are
+    // fewer entries than bytes: the sums cannot overflow.
+    if quals == 1 {
+        starts[0] = lens.iter().sum();
+    } else {
+        for (&q, &len) in qids.iter().zip(lens) {
+            starts[q as usize] += len;
+        }
+    }
+    let mut total = 0;
+    for group in starts.iter_mut() {
+        (*group, total) = (total, total + *group);
+    }
+    Ok(total)
+}
+
+/// Where the values of entries `range` start in the block's values, into
+/// `out`: each qualifier's start (`groups`, from [`group_starts`]) plus
+/// the lengths of its entries before. Overwrites `groups`.
+#[allow(clippy::cast_possible_truncation, reason = "qualifier ids were checked to be below the count")]
+fn value_starts((qids, lens): (&[u64], &[u64]), groups: &mut [u64], range: Range<usize>, out: &mut Vec<u64>) {
+    for (&q, &len) in qids[..range.start].iter().zip(lens) {
+        groups[q as usize] += len;
+    }
+    out.clear();
+    for (&q, &len) in qids[range.clone()].iter().zip(&lens[range]) {
+        let at = &mut groups[q as usize];
+        out.push(*at);
+        *at += len;
+    }
+}
+
+/// The row keys of a part of entries `range`, as a [`DecodedBlock`] keeps
+/// them, and each entry's row: the found row's entries, then perhaps the
+/// first of the row after (`next`).
+#[allow(clippy::cast_possible_truncation, reason = "row keys are at most 4 KiB")]
+fn part_rows(row: &RowFound, range: Range<usize>, key: &[u8], next: &[u8]) -> (Box<[u8]>, u32, RowEnds, Field) {
+    let in_row = range.end.min(row.end()).saturating_sub(range.start);
+    let after = range.len() - in_row;
+    let keys: Vec<&[u8]> = [(in_row > 0).then_some(key), (after > 0).then_some(next)].into_iter().flatten().collect();
+    let prefix = match keys[..] {
+        [] => 0,
+        [only] => only.len(),
+        [a, b, ..] => a.iter().zip(b).take_while(|(x, y)| x == y).count(),
+    };
+    let mut bytes = keys.first().map_or_else(Vec::new, |k| k.to_vec());
+    let mut ends = Vec::with_capacity(keys.len());
+    for (i, k) in keys.iter().enumerate() {
+        if i > 0 {
+            bytes.extend_from_slice(&k[prefix..]);
+        }
+        ends.push(bytes.len() as u32);
+    }
+    let row_of = if keys.len() > 1 {
+        let rows: Vec<u64> = (0..range.len()).map(|i| u64::from(i >= in_row)).collect();
+        Field::pack(&rows)
+    } else {
+        Field::same(0)
+    };
+    (bytes.into(), prefix as u32, RowEnds::of(ends, prefix as u32), row_of)
+}
+
+/// The qualifiers of entries `range` as a dictionary of their own, in
+/// order of first appearance, and each entry's id in it; the block's ids
+/// are `qids`, below `quals`. `ids` is a working buffer.
+#[allow(clippy::cast_possible_truncation, reason = "a part holds fewer qualifiers than its block's 4 GiB")]
+fn part_qualifiers<'a>(
+    range: Range<usize>,
+    qualifier: impl Fn(usize) -> &'a [u8],
+    (qids, quals): (&[u64], usize),
+    ids: &mut Vec<u64>,
+) -> (Box<[u8]>, Box<[u32]>, Field) {
+    let (mut bytes, mut ends, mut of) = (Vec::new(), Vec::new(), Vec::with_capacity(range.len()));
+    ids.clear();
+    ids.resize(quals, u64::MAX);
+    for i in range {
+        let id = &mut ids[qids[i] as usize];
+        if *id == u64::MAX {
+            *id = ends.len() as u64;
+            bytes.extend_from_slice(qualifier(i));
+            ends.push(bytes.len() as u32);
+        }
+        of.push(*id);
+    }
+    let field = if ends.len() > 1 { Field::pack(&of) } else { Field::same(0) };
+    (bytes.into(), ends.into(), field)
+}

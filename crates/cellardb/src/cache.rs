@@ -16,7 +16,7 @@
 //! ([`BlockCache::get_or_admit`]): a reader that would otherwise cache a
 //! block every random point read misses, each pushing out a block that
 //! may be hot, asks first, and a block refused is one its reader need not
-//! decode whole (`docs/architecture.md`, "A point read").
+//! decode whole (`docs/architecture.md`, "A read").
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};

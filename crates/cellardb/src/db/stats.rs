@@ -154,7 +154,8 @@ pub struct FamilyStats {
     pub cells: u64,
     /// Tombstones they hold.
     pub tombstones: u64,
-    /// Data blocks read from disk (decompressed and decoded) since open.
+    /// Data blocks read from disk (decompressed, and decoded whole or, for
+    /// a read of one row, in part) since open.
     pub blocks_decoded: u64,
     /// Files and bytes per level, levels in order, empty levels left out.
     pub levels: Vec<LevelStats>,

@@ -915,11 +915,11 @@ struct Scratch {
     rows: Vec<u8>,
     /// A part's ([`BlockPart`]): the sequence numbers and value lengths,
     /// the dictionary's qualifiers (where each lies in the block) and the
-    /// key of the row after the one sought.
+    /// keys of the rows around the one sought.
     seqs: Vec<u64>,
     lens: Vec<u64>,
     qualifiers: Vec<(u32, u32)>,
-    next_row: Vec<u8>,
+    window_keys: [Vec<u8>; 4],
     /// A part's: each qualifier's last value, and the fields of the
     /// entries it builds.
     prev: Vec<i64>,
@@ -944,7 +944,7 @@ impl Scratch {
             * 8
             + (self.qids.capacity() + 3 * self.row_records.capacity()) * 4
             + self.rows.capacity()
-            + self.next_row.capacity();
+            + self.window_keys.iter().map(Vec::capacity).sum::<usize>();
         if held > SCRATCH_KEPT {
             *self = Scratch::default();
         }
@@ -1477,6 +1477,45 @@ mod tests {
         }
     }
 
+    /// A reversed read that starts with a part of a block gets the entries
+    /// a backward scan of the whole block gives it: from the last below its
+    /// bound (or the block's end) back to the first of their row and one
+    /// more, or as many as the cap allows.
+    #[test]
+    fn a_part_before_a_bound_holds_what_a_reversed_read_would_scan_first() {
+        for (entries, targets) in blocks_and_targets() {
+            let raw = encode(&entries);
+            let bounds = targets.iter().flat_map(|t| [Some((t, true)), Some((t, false))]).chain([None]);
+            for bound in bounds {
+                for cap in [1, 3, 128] {
+                    let at = match bound {
+                        Some((t, inclusive)) => {
+                            entries.iter().position(|e| if inclusive { e.key >= *t } else { e.key > *t })
+                        }
+                        None => None,
+                    }
+                    .unwrap_or(entries.len());
+                    let row_start = match at {
+                        0 => 0,
+                        _ => entries[..at]
+                            .iter()
+                            .rposition(|e| e.key.row != entries[at - 1].key.row)
+                            .map_or(0, |i| i + 1),
+                    };
+                    let first = row_start.saturating_sub(1).max(at.saturating_sub(cap));
+                    let part = BlockPart::decode_before(&raw, bound, cap).unwrap();
+                    let what = format!("{bound:?} cap {cap}");
+                    assert_eq!((part.first, part.total), (first, entries.len()), "{what}");
+                    let got: Vec<Entry> = part.block.entries().collect();
+                    assert_eq!(got, entries[first..at], "{what}");
+                    for (i, e) in got.iter().enumerate() {
+                        assert_eq!(part.block.seek(&e.key, true), i, "{what}");
+                    }
+                }
+            }
+        }
+    }
+
     /// A read of one row that decodes only a part of a block gets the
     /// entries a scan of the whole block gives it: from the first at or
     /// past the target, through the row's last in the block and the entry
@@ -1833,7 +1872,9 @@ mod tests {
             assert!(DecodedBlock::decode(&raw[..cut]).is_err());
             for t in &targets {
                 assert!(BlockPart::decode(&raw[..cut], t, true, 8).is_err(), "{t:?} cut at {cut}");
+                assert!(BlockPart::decode_before(&raw[..cut], Some((t, true)), 8).is_err(), "{t:?} cut at {cut}");
             }
+            assert!(BlockPart::decode_before(&raw[..cut], None, 8).is_err(), "cut at {cut}");
         }
         for i in 0..raw.len() {
             let mut bad = raw.clone();
@@ -1841,7 +1882,9 @@ mod tests {
             let _ = DecodedBlock::decode(&bad);
             for t in &targets {
                 let _ = BlockPart::decode(&bad, t, true, 8);
+                let _ = BlockPart::decode_before(&bad, Some((t, false)), 8);
             }
+            let _ = BlockPart::decode_before(&bad, None, 8);
         }
     }
 }

@@ -215,6 +215,24 @@ impl SstIter {
         Ok(())
     }
 
+    /// Loads block `i` for a reversed read to start in, below the far
+    /// bound if `bounded` (the bound may lie in the block), else from its
+    /// end: whole, or the part the read needs first
+    /// ([`SstReader::block_before`]).
+    fn load_before(&mut self, i: usize, bounded: bool) -> Result<()> {
+        let bound = match &self.hi {
+            Bound::Included(k) if bounded => Some((k, false)),
+            Bound::Excluded(k) if bounded => Some((k, true)),
+            _ => None,
+        };
+        let loaded = self.reader.block_before(i, self.cache.as_deref(), bound)?;
+        match loaded {
+            RowBlock::Whole(block) => self.install(i, block, None),
+            RowBlock::Part { block, first, total } => self.install(i, block, Some((first, total))),
+        }
+        Ok(())
+    }
+
     /// Makes `block` (block `i`, or the part of it `part` says) the one
     /// under the iterator.
     fn install(&mut self, i: usize, block: Arc<DecodedBlock>, part: Option<(usize, usize)>) {
@@ -328,7 +346,7 @@ impl SstIter {
             Bound::Included(k) | Bound::Excluded(k) => first_block_for(&self.reader, 0, k, true),
         }
         .min(index.len() - 1);
-        self.load(i)?;
+        self.load_before(i, true)?;
         let Some(block) = &self.block else { return Ok(()) };
         let after = match &self.hi {
             Bound::Unbounded => block.len(),
@@ -349,11 +367,22 @@ impl SstIter {
                 self.pos -= 1;
                 return Ok(());
             }
-            if self.block_idx == 0 {
-                self.block = None;
-                return Ok(());
+            match self.part {
+                // Back past a part: the rest of its block, decoded whole.
+                Some((first, _)) if first > 0 => {
+                    self.load(self.block_idx)?;
+                    self.pos = first;
+                    continue;
+                }
+                _ if self.block_idx == 0 => {
+                    self.block = None;
+                    return Ok(());
+                }
+                // A part with nothing below the bound: the read has not
+                // started, and starts with the last row of the block before.
+                Some(_) if self.block_len() == 0 => self.load_before(self.block_idx - 1, false)?,
+                _ => self.load(self.block_idx - 1)?,
             }
-            self.load(self.block_idx - 1)?;
             self.pos = self.block_len();
         }
         Ok(())

@@ -28,10 +28,12 @@ thread_local! {
     static RAW_BLOCK: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The most entries a read of one row decodes as a part of a block
-/// ([`SstReader::block_for_row`]); a read that goes on past them decodes
-/// the block whole. A point read takes a few; a column's cells in a time
-/// range, an hour's or so.
+/// The most entries a read of one row, or a reversed read's first, decodes
+/// as a part of a block ([`SstReader::block_for_row`],
+/// [`SstReader::block_before`]); a read that goes on past them decodes the
+/// block whole. A point read takes a few; a column's cells in a time
+/// range, an hour's or so; a reversed read gives up gathering a row
+/// backwards after as many as this (`read::scan::WIDE_ROW_ENTRIES`).
 pub(crate) const PART_CAP: usize = 128;
 
 /// What a read of one row gets of a data block ([`SstReader::block_for_row`]).
@@ -186,6 +188,29 @@ impl SstReader {
         cache: Option<&SstBlockCache>,
         (target, inclusive): (&InternalKey, bool),
     ) -> Result<RowBlock> {
+        self.block_or_part(i, cache, |raw| BlockPart::decode(raw, target, inclusive, PART_CAP))
+    }
+
+    /// What a reversed read from below `bound` (from the block's end if
+    /// `None`) gets first of data block `i`: as [`SstReader::block_for_row`],
+    /// the part being its last row below the bound ([`BlockPart::decode_before`]).
+    pub(crate) fn block_before(
+        &self,
+        i: usize,
+        cache: Option<&SstBlockCache>,
+        bound: Option<(&InternalKey, bool)>,
+    ) -> Result<RowBlock> {
+        self.block_or_part(i, cache, |raw| BlockPart::decode_before(raw, bound, PART_CAP))
+    }
+
+    /// Data block `i` from `cache`, or decoded whole if the cache admits
+    /// it; else (or without a cache) the part `decode` makes of it.
+    fn block_or_part(
+        &self,
+        i: usize,
+        cache: Option<&SstBlockCache>,
+        decode: impl FnOnce(&[u8]) -> std::result::Result<BlockPart, DecodeError>,
+    ) -> Result<RowBlock> {
         if let Some(c) = cache {
             match c.get_or_admit((self.id, i as u64)) {
                 Lookup::Hit(block) => return Ok(RowBlock::Whole(block)),
@@ -194,8 +219,7 @@ impl SstReader {
             }
         }
         let handle = self.handle(i)?;
-        let part = self.with_raw(&handle, |raw| BlockPart::decode(raw, target, inclusive, PART_CAP))?;
-        let part = part.map_err(|e| self.block_corruption(&handle, &e))?;
+        let part = self.with_raw(&handle, decode)?.map_err(|e| self.block_corruption(&handle, &e))?;
         self.blocks_decoded.fetch_add(1, Ordering::Relaxed);
         Ok(RowBlock::Part { block: Arc::new(part.block), first: part.first, total: part.total })
     }

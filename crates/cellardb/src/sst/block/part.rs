@@ -49,51 +49,103 @@ impl BlockPart {
         inclusive: bool,
         cap: usize,
     ) -> Result<BlockPart, DecodeError> {
+        BlockPart::decode_with(raw, Some((target, inclusive)), Direction::Forward, cap)
+    }
+
+    /// The part of the raw block `raw` that a reversed read reads first,
+    /// from below `bound` (from the block's end if `None`): the entries
+    /// before the first entry not below the bound's key (if `inclusive`)
+    /// or above it, back to the first of the last row among them and one
+    /// entry more (the last of the row before, which tells the read the
+    /// row has ended), at most `cap` entries (at least one).
+    ///
+    /// # Errors
+    /// As [`BlockPart::decode`].
+    pub(crate) fn decode_before(
+        raw: &[u8],
+        bound: Option<(&InternalKey, bool)>,
+        cap: usize,
+    ) -> Result<BlockPart, DecodeError> {
+        BlockPart::decode_with(raw, bound, Direction::Backward, cap)
+    }
+
+    fn decode_with(
+        raw: &[u8],
+        target: Option<(&InternalKey, bool)>,
+        direction: Direction,
+        cap: usize,
+    ) -> Result<BlockPart, DecodeError> {
         SCRATCH.with(|cell| {
             let mut scratch = cell.borrow_mut();
-            let part = decode_part(raw, (target, inclusive), cap.max(1), &mut scratch);
+            let part = decode_part(raw, target, (direction, cap.max(1)), &mut scratch);
             scratch.release_if_large();
             part
         })
     }
 }
 
-/// [`BlockPart::decode`], with the thread's working buffers.
+/// Which way a read that wants a part goes from its target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Forward,
+    Backward,
+}
+
+/// [`BlockPart::decode_with`], with the thread's working buffers.
 fn decode_part(
     raw: &[u8],
-    (target, inclusive): (&InternalKey, bool),
-    cap: usize,
+    target: Option<(&InternalKey, bool)>,
+    (direction, cap): (Direction, usize),
     s: &mut Scratch,
 ) -> Result<BlockPart, DecodeError> {
-    let Scratch { ints, kinds, heads, rest, starts, seqs, lens, qualifiers, prev, built, rows: key, next_row, .. } = s;
-    let (walk, row) = Walk::of(
+    let Scratch { ints, kinds, heads, rest, starts, seqs, lens, qualifiers, prev, built, window_keys: keys, .. } = s;
+    let (walk, rows) = Walk::of(
         raw,
-        &target.row,
-        (key, next_row),
+        target.map(|(key, _)| &key.row[..]),
+        keys,
         (kinds, qualifiers, starts, ints, seqs, lens),
         (&mut *heads, &mut *rest, prev),
     )?;
-    let first = if row.is_target {
-        partition_point(row.start, row.end(), |i| {
-            let ord = cmp_in_row(walk.kinds.get(i), walk.qualifier(i), || walk.timestamp(i), walk.seq(i), target);
-            if inclusive { ord.is_lt() } else { ord.is_le() }
-        })
-    } else {
-        row.start
+    // The first entry not below the target (above it, if not inclusive).
+    let at = match (target, rows.found()) {
+        (Some((key, inclusive)), Some(row)) if rows.is_target => {
+            // Wrapping arithmetic: an entry out of range errs only if built.
+            partition_point(row.start, row.start + row.run, |i| {
+                let ord = cmp_in_row(walk.kinds.get(i), walk.qualifier(i), || walk.timestamp(i), walk.seq(i), key);
+                if inclusive { ord.is_lt() } else { ord.is_le() }
+            })
+        }
+        (_, Some(row)) => row.start,
+        (_, None) => walk.n,
     };
-    let part = first..row.needed(walk.n).end.min(first.saturating_add(cap)).max(first);
+    let part = match direction {
+        Direction::Forward => at..rows.needed_end(walk.n).min(at.saturating_add(cap)).max(at),
+        Direction::Backward => rows.start_before(at).max(at.saturating_sub(cap))..at,
+    };
+    walk.check_entries(part.clone())?;
     value_starts((walk.qids, walk.lens), heads, part.clone(), rest);
     walk.check_kinds(part.clone(), rest)?;
-    let values: Vec<u8> = part.clone().flat_map(|i| walk.value(i, rest[i - first])).copied().collect();
-    let (row_bytes, row_prefix, row_ends, row_of) = part_rows(&row, part.clone(), key, next_row);
+    let mut values = Vec::new();
+    for i in part.clone() {
+        values.extend_from_slice(walk.value(i, rest[i - part.start]));
+    }
+    let (row_bytes, row_prefix, row_ends, row_of) = part_rows(&rows.spans(part.clone()), keys);
     let (qualifier_bytes, qualifier_ends, qualifier_of) =
         part_qualifiers(part.clone(), |i| walk.qualifier(i), (walk.qids, walk.quals), heads);
-    let (min, max) = min_max(each(built, part.clone(), |i| walk.timestamps.get(i)));
-    let timestamps = Field::pack_in_units(built, min, max);
-    let mut at = 0;
+    let timestamps = walk.timestamps.even_field(part.clone()).unwrap_or_else(|| {
+        let (min, max) = min_max(each(built, part.clone(), |i| walk.timestamps.get(i)));
+        Field::pack_in_units(built, min, max)
+    });
+    let seqs = (walk.sequences.even_field(part.clone()))
+        .unwrap_or_else(|| Field::pack(each(built, part.clone(), |i| walk.sequences.get(i))));
+    let kinds = match walk.kinds {
+        View::Same(kind) => Field::same(kind),
+        _ => Field::pack(each(built, part.clone(), |i| walk.kinds.get(i))),
+    };
+    let mut offset = 0;
     let value_starts = Field::pack(each(built, part.clone(), |i| {
-        at += walk.lens[i];
-        at - walk.lens[i]
+        offset += walk.lens[i];
+        offset - walk.lens[i]
     }));
     let block = DecodedBlock {
         len: part.len(),
@@ -104,15 +156,15 @@ fn decode_part(
         qualifier_bytes,
         qualifier_ends,
         qualifier_of,
-        kinds: Field::pack(each(built, part.clone(), |i| walk.kinds.get(i))),
+        kinds,
         timestamps,
         scale: walk.scale,
-        seqs: Field::pack(each(built, part.clone(), |i| walk.sequences.get(i))),
+        seqs,
         value_starts,
         values: values.into(),
-        value_lens: Field::pack(each(built, part, |i| walk.lens[i])),
+        value_lens: Field::pack(each(built, part.clone(), |i| walk.lens[i])),
     };
-    Ok(BlockPart { block, first, total: walk.n })
+    Ok(BlockPart { block, first: part.start, total: walk.n })
 }
 
 /// A block walked through without being built: where its parts are, and
@@ -129,7 +181,10 @@ struct Walk<'a> {
     qualifiers: &'a [(u32, u32)],
     qids: &'a [u64],
     timestamps: Values<'a>,
+    /// Where the timestamps and sequence numbers start, for errors.
+    timestamps_at: usize,
     sequences: Values<'a>,
+    seqs_at: usize,
     lens: &'a [u64],
     /// Where the values start in `raw`.
     values_at: usize,
@@ -142,17 +197,18 @@ type WalkBuffers<'a> =
 
 impl<'a> Walk<'a> {
     /// Walks the raw block `raw`, finding the first row not below `row`
-    /// ([`find_row`], whose keys go to `keys`); undoes the deltas of the
-    /// entries up to that row's end and one more. `work` holds working
-    /// buffers.
+    /// (none if `None`) and the rows around it ([`find_row`], whose keys
+    /// go to `keys`); undoes the deltas of the entries up to that row's
+    /// end and one more (of them all, if there is no such row). `work`
+    /// holds working buffers.
     #[allow(clippy::cast_possible_truncation, reason = "offsets and counts within a block checked to be under 4 GiB")]
     fn of(
         raw: &'a [u8],
-        row: &[u8],
-        keys: (&mut Vec<u8>, &mut Vec<u8>),
+        row: Option<&[u8]>,
+        keys: &mut [Vec<u8>; 4],
         (kinds, qualifiers, qids, timestamps, seqs, lens): WalkBuffers<'a>,
         work: (&mut Vec<u64>, &mut Vec<u64>, &mut Vec<i64>),
-    ) -> Result<(Walk<'a>, RowFound), DecodeError> {
+    ) -> Result<(Walk<'a>, RowWindow), DecodeError> {
         if u32::try_from(raw.len()).is_err() {
             return Err(DecodeError::new(0, "block larger than 4 GiB"));
         }
@@ -166,7 +222,7 @@ impl<'a> Walk<'a> {
         let n = c.len(MAX_BLOCK_ENTRIES, "entry count")?;
         let row_count = c.len(n, "row count")?;
         let quals = c.len(n, "qualifier count")?;
-        let found = find_row(&mut c, (row_count, n), row, keys)?;
+        let rows = find_row(&mut c, (row_count, n), row, keys)?;
         qualifiers.clear();
         for _ in 0..quals {
             let len = c.length_prefixed("qualifier")?.len();
@@ -177,20 +233,12 @@ impl<'a> Walk<'a> {
         }
         let (kinds_at, kinds) = read_view(&mut c, n, packed.then_some("kinds"), "kinds", kinds)?;
         let qids = read_qualifier_ids(&mut c, n, quals, packed, qids)?;
-        let needed = found.needed(n);
+        let end = rows.needed_end(n);
         let (heads, spill, prev) = work;
         let (timestamps_at, timestamps) =
-            read_values(&mut c, (qids, quals), packed, ("timestamp", needed.end), (heads, spill, prev), timestamps)?;
+            read_values(&mut c, (qids, quals), packed, ("timestamp", end), (heads, spill, prev), timestamps)?;
         let (seqs_at, sequences) =
-            read_values(&mut c, (qids, quals), packed, ("sequence", needed.end), (heads, spill, prev), seqs)?;
-        for i in needed {
-            if (timestamps.get(i) ^ SIGN).cast_signed().checked_mul(scale).is_none() {
-                return Err(c.error_at(timestamps_at, "timestamp out of range"));
-            }
-            if sequences.get(i) < SIGN {
-                return Err(c.error_at(seqs_at, "negative sequence number"));
-            }
-        }
+            read_values(&mut c, (qids, quals), packed, ("sequence", end), (heads, spill, prev), seqs)?;
         let lens_at = read_stream(&mut c, n, packed.then_some("value length"), "value length", lens)?;
         let total = group_starts((qids, lens), quals, c.remaining() as u64, heads)
             .map_err(|i| c.error_at(lens_at.offset_of(&c, i), "value length"))?;
@@ -199,9 +247,38 @@ impl<'a> Walk<'a> {
         if !c.is_empty() {
             return Err(c.error("end of block"));
         }
-        let walk =
-            Walk { raw, n, quals, scale, kinds, kinds_at, qualifiers, qids, timestamps, sequences, lens, values_at };
-        Ok((walk, found))
+        let walk = Walk {
+            raw,
+            n,
+            quals,
+            scale,
+            kinds,
+            kinds_at,
+            qualifiers,
+            qids,
+            timestamps,
+            timestamps_at,
+            sequences,
+            seqs_at,
+            lens,
+            values_at,
+        };
+        Ok((walk, rows))
+    }
+
+    /// Checks the timestamps and sequence numbers of entries `range`
+    /// (among those undone): in range once scaled, and not negative.
+    fn check_entries(&self, range: Range<usize>) -> Result<(), DecodeError> {
+        let c = Cursor::new(self.raw);
+        for i in range {
+            if (self.timestamps.get(i) ^ SIGN).cast_signed().checked_mul(self.scale).is_none() {
+                return Err(c.error_at(self.timestamps_at, "timestamp out of range"));
+            }
+            if self.sequences.get(i) < SIGN {
+                return Err(c.error_at(self.seqs_at, "negative sequence number"));
+            }
+        }
+        Ok(())
     }
 
     /// Entry `i`'s qualifier.
@@ -250,46 +327,89 @@ fn each(buf: &mut Vec<u64>, range: Range<usize>, f: impl FnMut(usize) -> u64) ->
     buf
 }
 
-/// The row a part starts in, found by [`find_row`]: the target's, if the
-/// block holds it, else the first row above it.
-struct RowFound {
-    /// Its first entry (the entry count if no row is above the target's).
+/// A row of a block: its first entry and its number of entries.
+#[derive(Debug, Clone, Copy, Default)]
+struct RowAt {
     start: usize,
-    /// Its entries.
     run: usize,
+}
+
+/// The places in a [`RowWindow`] of the two rows before the row found,
+/// of it, and of the row after; its keys are left in the same order.
+const BEFORE: usize = 1;
+const FOUND: usize = 2;
+const AFTER: usize = 3;
+
+/// The rows around the first row not below a target, found by
+/// [`find_row`] (see [`FOUND`]): each `None` where the block has none.
+struct RowWindow {
+    rows: [Option<RowAt>; 4],
+    /// Whether the row found is the target's.
     is_target: bool,
 }
 
-impl RowFound {
-    fn end(&self) -> usize {
-        self.start + self.run
+impl RowWindow {
+    fn found(&self) -> Option<RowAt> {
+        self.rows[FOUND]
     }
 
-    /// The entries whose fields a part compares or may build: the target
-    /// row's and the next row's first; or the first of the row above.
-    fn needed(&self, n: usize) -> Range<usize> {
-        let end = if self.is_target { self.end() + 1 } else { self.start + 1 };
-        self.start..end.min(n)
+    /// One past the last entry whose fields a part may compare or build:
+    /// past the target row and the next row's first; past the first of
+    /// the row above; or every entry, if no row is above the target.
+    fn needed_end(&self, n: usize) -> usize {
+        match self.found() {
+            Some(row) if self.is_target => (row.start + row.run + 1).min(n),
+            Some(row) => (row.start + 1).min(n),
+            None => n,
+        }
+    }
+
+    /// Where a reversed read from just before entry `at` (the first entry
+    /// at or past its bound, inside the found row or at its start) has
+    /// read the last row before `at` and one entry more: the first entry
+    /// of that row, less one unless it is the block's first.
+    fn start_before(&self, at: usize) -> usize {
+        let last = match self.found() {
+            Some(row) if at > row.start => row,
+            _ => self.rows[BEFORE].unwrap_or_default(),
+        };
+        last.start.saturating_sub(1)
+    }
+
+    /// The rows of entries `range` (within the window), in order, each as
+    /// its place in the window and its number of entries in the range.
+    fn spans(&self, range: Range<usize>) -> Vec<(usize, usize)> {
+        self.rows
+            .iter()
+            .enumerate()
+            .filter_map(|(place, row)| {
+                let row = (*row)?;
+                let overlap = range.end.min(row.start + row.run).saturating_sub(range.start.max(row.start));
+                (overlap > 0).then_some((place, overlap))
+            })
+            .collect()
     }
 }
 
 /// Walks the block's `count` row records (of `entries` entries in all),
-/// finding the first row whose key is not below `target`. Its key is left
-/// in `key`, and the key of the row after it in `next`.
+/// finding the first row whose key is not below `target` (none if
+/// `None`): the rows of a [`RowWindow`] around it, their keys left in
+/// `keys` in the window's order.
 fn find_row(
     c: &mut Cursor<'_>,
     (count, entries): (usize, usize),
-    target: &[u8],
-    (key, next): (&mut Vec<u8>, &mut Vec<u8>),
-) -> Result<RowFound, DecodeError> {
-    key.clear();
-    next.clear();
+    target: Option<&[u8]>,
+    keys: &mut [Vec<u8>; 4],
+) -> Result<RowWindow, DecodeError> {
+    // Until the row is found, row `j`'s key is built in `keys[j % 3]`
+    // from the row before's, and its place kept in `ring[j % 3]`.
+    let mut ring = [RowAt::default(); 3];
     let (mut covered, mut prev_len) = (0, 0);
-    let mut found: Option<RowFound> = None;
-    let mut next_kept = false;
+    let mut found: Option<(usize, bool)> = None;
+    let mut after = None;
     // Bytes the row before, below the target, shares with it.
     let mut matched = 0;
-    for _ in 0..count {
+    for j in 0..count {
         let shared = c.len(prev_len, "row shared prefix")?;
         let suffix = c.length_prefixed("row suffix")?;
         if shared + suffix.len() > MAX_ROW_KEY {
@@ -300,36 +420,61 @@ fn find_row(
             return Err(c.error("row with no entries"));
         }
         prev_len = shared + suffix.len();
-        if found.is_none() {
-            // `key` holds the row before, whose length `shared` is within.
-            key.truncate(shared);
-            key.extend_from_slice(suffix);
-            // A row that shares more with the row before than it shares
-            // with the target is below the target too: only a row sharing
-            // no more is compared, and from where it parts from the row
-            // before, not from its first byte.
-            if shared <= matched {
-                let common = shared + common_prefix(&key[shared..], &target[shared..]);
-                let order = match (key.get(common), target.get(common)) {
-                    (Some(a), Some(b)) => a.cmp(b),
-                    (a, b) => a.is_some().cmp(&b.is_some()),
-                };
-                if order.is_ge() {
-                    found = Some(RowFound { start: covered, run, is_target: order.is_eq() });
+        match found {
+            None => {
+                build_key(keys, ((j + 2) % 3, j % 3), shared, suffix);
+                ring[j % 3] = RowAt { start: covered, run };
+                let key = &keys[j % 3];
+                // A row that shares more with the row before than it
+                // shares with the target is below the target too: only a
+                // row sharing no more is compared, and from where it parts
+                // from the row before, not from its first byte.
+                if let Some(target) = target
+                    && shared <= matched
+                {
+                    let common = shared + common_prefix(&key[shared..], &target[shared..]);
+                    let order = match (key.get(common), target.get(common)) {
+                        (Some(a), Some(b)) => a.cmp(b),
+                        (a, b) => a.is_some().cmp(&b.is_some()),
+                    };
+                    if order.is_ge() {
+                        found = Some((j, order.is_eq()));
+                    }
+                    matched = common;
                 }
-                matched = common;
             }
-        } else if !next_kept {
-            next.extend_from_slice(&key[..shared]);
-            next.extend_from_slice(suffix);
-            next_kept = true;
+            Some((f, _)) if j == f + 1 => {
+                build_key(keys, (f % 3, AFTER), shared, suffix);
+                after = Some(RowAt { start: covered, run });
+            }
+            Some(_) => {}
         }
         covered += run;
     }
     if covered != entries {
         return Err(c.error("row runs do not add up to the entry count"));
     }
-    Ok(found.unwrap_or(RowFound { start: entries, run: 0, is_target: false }))
+    let (f, is_target) = found.unwrap_or((count, false));
+    // Into the window's order: the two rows before the found one, then it.
+    ring.rotate_left((f + 1) % 3);
+    keys[..3].rotate_left((f + 1) % 3);
+    let row = |back: usize| (back <= f && f - back < count).then_some(ring[2 - back]);
+    Ok(RowWindow { rows: [row(2), row(1), row(0), after], is_target })
+}
+
+/// Builds a key in `keys[to]`: the first `shared` bytes of `keys[from]`
+/// (which holds the row before, as long as `shared` allows), then `suffix`.
+fn build_key(keys: &mut [Vec<u8>; 4], (from, to): (usize, usize), shared: usize, suffix: &[u8]) {
+    let (source, dest) = if from < to {
+        let (low, high) = keys.split_at_mut(to);
+        (&low[from], &mut high[0])
+    } else {
+        let (low, high) = keys.split_at_mut(from);
+        (&high[0], &mut low[to])
+    };
+    dest.clear();
+    dest.extend_from_slice(&source[..shared.min(source.len())]);
+    dest.extend_from_slice(suffix);
 }
 
 /// A stream of a block read in place: its integers found by index, not
@@ -442,8 +587,10 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 
 /// Per-entry values of a delta stream, as far as a part needs them.
 enum Values<'a> {
-    /// Stepping evenly: each value at hand without undoing any delta.
-    Even(Field),
+    /// Stepping evenly, `first`, `first + step`, ... (checked not to
+    /// overflow over the block): each value at hand without undoing any
+    /// delta.
+    Even { first: i64, step: i64 },
     /// Undone one by one, as far as the part needs.
     Spread(&'a [u64]),
 }
@@ -451,10 +598,24 @@ enum Values<'a> {
 impl Values<'_> {
     /// Value `i`, order-mapped ([`SIGN`]); `i` within the entries undone.
     #[inline]
+    #[allow(clippy::cast_possible_wrap, reason = "a block holds at most 2^23 entries")]
     fn get(&self, i: usize) -> u64 {
         match self {
-            Values::Even(field) => field.get(i),
+            Values::Even { first, step } => (first + i as i64 * step).cast_unsigned() ^ SIGN,
             Values::Spread(values) => values[i],
+        }
+    }
+
+    /// The field of entries `range`, made without a pass over them if the
+    /// values step evenly.
+    #[allow(clippy::cast_possible_wrap, reason = "a block holds at most 2^23 entries")]
+    fn even_field(&self, range: Range<usize>) -> Option<Field> {
+        match *self {
+            Values::Even { first, .. } if range.is_empty() => Some(Field::same(first.cast_unsigned() ^ SIGN)),
+            Values::Even { first, step } => {
+                Field::arithmetic(first + range.start as i64 * step, step, range.len()).map(|(field, _, _)| field)
+            }
+            Values::Spread(_) => None,
         }
     }
 }
@@ -485,9 +646,9 @@ fn read_values<'o>(
     if let Some(step) = same {
         if let [first, others @ ..] = &heads[..]
             && (others.is_empty() || (step == 0 && others.iter().all(|&d| d == 0)))
-            && let Some((field, _, _)) = Field::arithmetic(unzigzag(*first), unzigzag(step), n)
+            && Field::arithmetic(unzigzag(*first), unzigzag(step), n).is_some()
         {
-            return Ok((start, Values::Even(field)));
+            return Ok((start, Values::Even { first: unzigzag(*first), step: unzigzag(step) }));
         }
         spill.clear();
         spill.resize(n - heads.len(), step);
@@ -569,29 +730,27 @@ fn value_starts((qids, lens): (&[u64], &[u64]), groups: &mut [u64], range: Range
     }
 }
 
-/// The row keys of a part of entries `range`, as a [`DecodedBlock`] keeps
-/// them, and each entry's row: the found row's entries, then perhaps the
-/// first of the row after (`next`).
+/// The row keys of a part as a [`DecodedBlock`] keeps them, and each
+/// entry's row: `spans` gives the part's rows in order, each as the place
+/// of its key in `keys` and its number of entries.
 #[allow(clippy::cast_possible_truncation, reason = "row keys are at most 4 KiB")]
-fn part_rows(row: &RowFound, range: Range<usize>, key: &[u8], next: &[u8]) -> (Box<[u8]>, u32, RowEnds, Field) {
-    let in_row = range.end.min(row.end()).saturating_sub(range.start);
-    let after = range.len() - in_row;
-    let keys: Vec<&[u8]> = [(in_row > 0).then_some(key), (after > 0).then_some(next)].into_iter().flatten().collect();
-    let prefix = match keys[..] {
+fn part_rows(spans: &[(usize, usize)], keys: &[Vec<u8>; 4]) -> (Box<[u8]>, u32, RowEnds, Field) {
+    let prefix = match spans {
         [] => 0,
-        [only] => only.len(),
-        [a, b, ..] => a.iter().zip(b).take_while(|(x, y)| x == y).count(),
-    };
-    let mut bytes = keys.first().map_or_else(Vec::new, |k| k.to_vec());
-    let mut ends = Vec::with_capacity(keys.len());
-    for (i, k) in keys.iter().enumerate() {
-        if i > 0 {
-            bytes.extend_from_slice(&k[prefix..]);
+        [(only, _)] => keys[*only].len(),
+        [(first, _), others @ ..] => {
+            others.iter().map(|(k, _)| common_prefix(&keys[*first], &keys[*k])).min().unwrap_or(0)
         }
+    };
+    let mut bytes = spans.first().map_or_else(Vec::new, |(k, _)| keys[*k][..prefix].to_vec());
+    let mut ends = Vec::with_capacity(spans.len());
+    for (k, _) in spans {
+        bytes.extend_from_slice(&keys[*k][prefix..]);
         ends.push(bytes.len() as u32);
     }
-    let row_of = if keys.len() > 1 {
-        let rows: Vec<u64> = (0..range.len()).map(|i| u64::from(i >= in_row)).collect();
+    let row_of = if spans.len() > 1 {
+        let rows: Vec<u64> =
+            spans.iter().enumerate().flat_map(|(r, (_, n))| std::iter::repeat_n(r as u64, *n)).collect();
         Field::pack(&rows)
     } else {
         Field::same(0)

@@ -1,5 +1,5 @@
-//! The part of a data block that a read of one row needs, decoded on its
-//! own.
+//! The part of a data block that a read of one row (or a reversed read's
+//! first row) needs, decoded on its own.
 //!
 //! A read of one row whose block is not cached would decode the whole
 //! block, a thousand entries or more, to return a few; and with the cache

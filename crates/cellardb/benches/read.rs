@@ -6,9 +6,13 @@
 //! - `point-read-missing`: a key no file holds (bloom filters and the index
 //!   turn every file down);
 //! - `block-decode`: the same point read with no block cache, so each read
-//!   fetches, checks and decodes one data block;
+//!   fetches and checks one data block and decodes the part of it that
+//!   holds the row;
+//! - `block-decode-whole`: a range of 8 narrow rows with no block cache: a
+//!   read of more than one row decodes its block whole;
 //! - `block-decode-wide`: the `seek` read with no block cache: one block of
-//!   one column's minutes fetched, checked and decoded;
+//!   one column's minutes fetched and checked, and the hour's part of it
+//!   decoded;
 //! - `seek`: one column of a wide row over an hour, a seek into the column;
 //! - `reversed-seek`: the newest cell of each column of a prefix's last
 //!   row, read backwards with a limit of one row;
@@ -128,6 +132,15 @@ fn reads(c: &mut Criterion) {
             let r = next();
             let key = narrow_key(r % sources, i64::from(r >> 8) % minutes);
             black_box(narrow.read_row(key, &all).expect("read").expect("row"))
+        });
+    });
+    group.bench_function("block-decode-whole", |b| {
+        b.iter(|| {
+            let r = next();
+            let (source, minute) = (r % sources, i64::from(r >> 8) % (minutes - 8));
+            let range = RowRange::closed_open(narrow_key(source, minute), narrow_key(source, minute + 8));
+            let rows = narrow.read_rows(RowSet::from(range), &all).collect_rows().expect("read");
+            assert_eq!(rows.len(), 8);
         });
     });
     group.bench_function("block-decode-wide", |b| {

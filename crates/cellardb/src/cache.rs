@@ -194,9 +194,13 @@ fn hash(key: BlockKey) -> u64 {
 impl<V: Charge> Shard<V> {
     /// Whether a block missed now, of hash `h`, should be cached
     /// ([`BlockCache::get_or_admit`]); remembers it if not. Room is
-    /// more than a sixteenth of the budget free.
+    /// more than a sixteenth of the budget free. A shard of no budget
+    /// admits none: it could keep none.
     #[allow(clippy::cast_possible_truncation, reason = "the low bits pick a slot")]
     fn admits(&mut self, h: u64) -> bool {
+        if self.capacity == 0 {
+            return false;
+        }
         if self.used + self.capacity / 16 < self.capacity {
             return true;
         }
@@ -372,6 +376,11 @@ mod tests {
         cache.forget_file(1);
         assert!(matches!(cache.get_or_admit(keys[5]), Lookup::Admit));
         assert_eq!(cache.hit_counts(), (1, 7));
+        // A cache of no bytes could keep nothing: it admits nothing.
+        let none: BlockCache<Sized> = BlockCache::new(0);
+        for _ in 0..3 {
+            assert!(matches!(none.get_or_admit(keys[0]), Lookup::Refuse));
+        }
     }
 
     #[test]

@@ -89,7 +89,10 @@ impl Options {
         self
     }
 
-    /// Bytes of decoded blocks kept in memory (default 64 MiB).
+    /// Bytes of decoded blocks kept in memory (default 64 MiB). Once it is
+    /// full, a block a read of one row misses is cached on its second
+    /// miss, and until then only the part of it the read returns is
+    /// decoded; with 0, no block is kept.
     pub fn block_cache_size(mut self, bytes: usize) -> Self {
         self.block_cache_size = bytes;
         self

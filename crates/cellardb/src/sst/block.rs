@@ -804,18 +804,7 @@ impl DecodedBlock {
     /// [`DecodedBlock::decode`], with the thread's working buffers.
     #[allow(clippy::cast_possible_truncation, reason = "offsets and counts within a block checked to be under 4 GiB")]
     fn decode_with(raw: &[u8], s: &mut Scratch) -> Result<DecodedBlock, DecodeError> {
-        if u32::try_from(raw.len()).is_err() {
-            return Err(DecodeError::new(0, "block larger than 4 GiB"));
-        }
-        let mut c = Cursor::new(raw);
-        let flags = c.u8("block flags")?;
-        if flags & !(FLAG_MILLIS | FLAG_PACKED_STREAMS) != 0 {
-            return Err(c.error_at(0, "unknown block flags"));
-        }
-        let scale = if flags & FLAG_MILLIS != 0 { 1000 } else { 1 };
-        let n = c.len(MAX_BLOCK_ENTRIES, "entry count")?;
-        let row_count = c.len(n, "row count")?;
-        let qual_count = c.len(n, "qualifier count")?;
+        let (mut c, Header { scale, packed, n, row_count, qual_count }) = Header::read(raw)?;
         let Scratch { ints: scratch, kinds, qids, heads, rest, starts, row_records, rows, .. } = s;
         let (row_bytes, row_prefix, row_ends) = decode_rows((&mut c, raw), row_count, n, scratch, (row_records, rows))?;
         let row_of = Field::pack_in(scratch, 0, row_count.saturating_sub(1) as u64);
@@ -828,7 +817,6 @@ impl DecodedBlock {
         if qual_count == 0 && n > 0 {
             return Err(c.error("qualifier dictionary is empty"));
         }
-        let packed = flags & FLAG_PACKED_STREAMS != 0;
         let (kinds_at, same_kind) = read_stream_unless_same(&mut c, n, packed.then_some("kinds"), "kinds", kinds)?;
         decode_qualifier_ids(&mut c, n, qual_count, packed, scratch, qids)?;
         let (timestamps_at, deltas) =
@@ -892,6 +880,38 @@ impl DecodedBlock {
             value_starts,
             value_lens,
         })
+    }
+}
+
+/// What a raw block's first bytes say.
+struct Header {
+    /// Timestamps are stored divided by this (1000 or 1).
+    scale: i64,
+    /// Whether the streams are packed ([`FLAG_PACKED_STREAMS`]).
+    packed: bool,
+    /// Entries, distinct rows and distinct qualifiers.
+    n: usize,
+    row_count: usize,
+    qual_count: usize,
+}
+
+impl Header {
+    /// The header of the raw block `raw`, and a cursor past it.
+    fn read(raw: &[u8]) -> Result<(Cursor<'_>, Header), DecodeError> {
+        if u32::try_from(raw.len()).is_err() {
+            return Err(DecodeError::new(0, "block larger than 4 GiB"));
+        }
+        let mut c = Cursor::new(raw);
+        let flags = c.u8("block flags")?;
+        if flags & !(FLAG_MILLIS | FLAG_PACKED_STREAMS) != 0 {
+            return Err(c.error_at(0, "unknown block flags"));
+        }
+        let n = c.len(MAX_BLOCK_ENTRIES, "entry count")?;
+        let row_count = c.len(n, "row count")?;
+        let qual_count = c.len(n, "qualifier count")?;
+        let scale = if flags & FLAG_MILLIS != 0 { 1000 } else { 1 };
+        let header = Header { scale, packed: flags & FLAG_PACKED_STREAMS != 0, n, row_count, qual_count };
+        Ok((c, header))
     }
 }
 
@@ -1259,20 +1279,34 @@ fn decode_qualifier_ids(
     raw: &mut Vec<u64>,
     qids: &mut Vec<u32>,
 ) -> Result<(), DecodeError> {
-    let (at, same) = read_stream_unless_same(c, n, packed.then_some("qualifier id"), "qualifier id", raw)?;
+    let ids = read_qualifier_ids(c, n, quals, packed, raw)?;
     qids.clear();
+    qids.extend(ids.iter().map(|&q| q as u32));
+    Ok(())
+}
+
+/// Each entry's qualifier id, into `out`, checked: below `quals`, given in
+/// order of first appearance, and every qualifier of the dictionary used
+/// (the per-qualifier deltas rely on all three).
+fn read_qualifier_ids<'o>(
+    c: &mut Cursor<'_>,
+    n: usize,
+    quals: usize,
+    packed: bool,
+    out: &'o mut Vec<u64>,
+) -> Result<&'o [u64], DecodeError> {
+    let (at, same) = read_stream_unless_same(c, n, packed.then_some("qualifier id"), "qualifier id", out)?;
     if let Some(q) = same {
         // One id for every entry: the dictionary's only qualifier.
         if n > 0 && (q != 0 || quals != 1) {
             return Err(c.error_at(at.offset_of(c, 0), "qualifier id"));
         }
-        qids.resize(n, 0);
-        return Ok(());
+        out.clear();
+        out.resize(n, 0);
+        return Ok(out);
     }
-    // Ids are given in order of first appearance, and every qualifier of
-    // the dictionary appears: the per-qualifier deltas rely on both.
     let mut next = 0;
-    for (i, &q) in raw.iter().enumerate() {
+    for (i, &q) in out.iter().enumerate() {
         if q > next || q >= quals as u64 {
             return Err(c.error_at(at.offset_of(c, i), "qualifier id"));
         }
@@ -1281,8 +1315,7 @@ fn decode_qualifier_ids(
     if next != quals as u64 {
         return Err(c.error_at(at.data, "qualifier id: a dictionary entry no entry uses"));
     }
-    qids.extend(raw.iter().map(|&q| q as u32));
-    Ok(())
+    Ok(out)
 }
 
 /// Each entry's value start and length, and the values, which are grouped

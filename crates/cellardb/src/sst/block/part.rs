@@ -17,9 +17,9 @@
 use std::ops::Range;
 
 use super::{
-    Cursor, DecodeError, DecodedBlock, EntryKind, FLAG_MILLIS, FLAG_PACKED_STREAMS, Field, InternalKey,
-    MAX_BLOCK_ENTRIES, MAX_ROW_KEY, RowEnds, SCRATCH, SIGN, Scratch, Stream, StreamAt, cmp_in_row, is_range_end,
-    min_max, partition_point, read_stream, read_stream_unless_same, unzigzag,
+    Cursor, DecodeError, DecodedBlock, EntryKind, Field, Header, InternalKey, MAX_ROW_KEY, RowEnds, SCRATCH, SIGN,
+    Scratch, Stream, StreamAt, cmp_in_row, is_range_end, min_max, partition_point, read_qualifier_ids, read_stream,
+    read_stream_unless_same, unzigzag,
 };
 
 /// Entries `first..first + block.len()` of a data block of `total`
@@ -209,19 +209,7 @@ impl<'a> Walk<'a> {
         (kinds, qualifiers, qids, timestamps, seqs, lens): WalkBuffers<'a>,
         work: (&mut Vec<u64>, &mut Vec<u64>, &mut Vec<i64>),
     ) -> Result<(Walk<'a>, RowWindow), DecodeError> {
-        if u32::try_from(raw.len()).is_err() {
-            return Err(DecodeError::new(0, "block larger than 4 GiB"));
-        }
-        let mut c = Cursor::new(raw);
-        let flags = c.u8("block flags")?;
-        if flags & !(FLAG_MILLIS | FLAG_PACKED_STREAMS) != 0 {
-            return Err(c.error_at(0, "unknown block flags"));
-        }
-        let scale: i64 = if flags & FLAG_MILLIS != 0 { 1000 } else { 1 };
-        let packed = flags & FLAG_PACKED_STREAMS != 0;
-        let n = c.len(MAX_BLOCK_ENTRIES, "entry count")?;
-        let row_count = c.len(n, "row count")?;
-        let quals = c.len(n, "qualifier count")?;
+        let (mut c, Header { scale, packed, n, row_count, qual_count: quals }) = Header::read(raw)?;
         let rows = find_row(&mut c, (row_count, n), row, keys)?;
         qualifiers.clear();
         for _ in 0..quals {
@@ -546,38 +534,6 @@ fn read_view<'r: 'v, 's: 'v, 'v>(
         View::Fixed { base, width, bytes: c.bytes(len, what)? }
     };
     Ok((StreamAt { data, values, encoding }, view))
-}
-
-/// Each entry's qualifier id, into `out`, checked as
-/// [`decode_qualifier_ids`] checks them: below `quals`, in order of first
-/// appearance, every one used.
-fn read_qualifier_ids<'o>(
-    c: &mut Cursor<'_>,
-    n: usize,
-    quals: usize,
-    packed: bool,
-    out: &'o mut Vec<u64>,
-) -> Result<&'o [u64], DecodeError> {
-    let (at, same) = read_stream_unless_same(c, n, packed.then_some("qualifier id"), "qualifier id", out)?;
-    if let Some(q) = same {
-        if n > 0 && (q != 0 || quals != 1) {
-            return Err(c.error_at(at.offset_of(c, 0), "qualifier id"));
-        }
-        out.clear();
-        out.resize(n, 0);
-        return Ok(out);
-    }
-    let mut next = 0;
-    for (i, &q) in out.iter().enumerate() {
-        if q > next || q >= quals as u64 {
-            return Err(c.error_at(at.offset_of(c, i), "qualifier id"));
-        }
-        next += u64::from(q == next);
-    }
-    if next != quals as u64 {
-        return Err(c.error_at(at.data, "qualifier id: a dictionary entry no entry uses"));
-    }
-    Ok(out)
 }
 
 /// The number of bytes `a` and `b` share at their start.

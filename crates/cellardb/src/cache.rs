@@ -66,8 +66,9 @@ struct Shard<V> {
     misses: u64,
     /// A hash of each block refused lately, in the slot the hash picks
     /// (0: none): a block missed again while its hash is here is admitted.
-    /// One slot a [`GHOST_SPAN`] of budget remembers about as many blocks
-    /// as the shard holds, and a slot's next refusal forgets the last.
+    /// There is a slot per [`GHOST_SPAN`] of budget (at least 64), fewer
+    /// than the blocks the shard holds, so that a block must be missed
+    /// again soon; a slot's next refusal forgets the last.
     ghosts: Box<[u64]>,
 }
 

@@ -21,9 +21,10 @@ pub struct SstIter {
     block_idx: usize,
     block: Option<Arc<DecodedBlock>>,
     /// Where `block` is only a part of block `block_idx` (a read of one
-    /// row, [`RowBlock::Part`]): the whole block's index of the part's
-    /// first entry, and the whole block's entry count. A move past the
-    /// part decodes the block whole.
+    /// row, or a reversed read's first block: [`RowBlock::Part`]): the
+    /// whole block's index of the part's first entry, and the whole
+    /// block's entry count. A move past the part, either way, decodes the
+    /// block whole.
     part: Option<(usize, usize)>,
     pos: usize,
     /// Entry `pos` of `block`, located once: a merge reads the entry under

@@ -36,7 +36,8 @@ thread_local! {
 /// backwards after as many as this (`read::scan::WIDE_ROW_ENTRIES`).
 pub(crate) const PART_CAP: usize = 128;
 
-/// What a read of one row gets of a data block ([`SstReader::block_for_row`]).
+/// What a read of one row, or a reversed read's first, gets of a data
+/// block ([`SstReader::block_for_row`], [`SstReader::block_before`]).
 #[derive(Debug)]
 pub(crate) enum RowBlock {
     /// The whole block.

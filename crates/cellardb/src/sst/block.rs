@@ -1139,6 +1139,16 @@ enum Deltas {
 }
 
 impl Deltas {
+    /// The deltas of a packed stream whose heads are `heads` and whose
+    /// other deltas are all `step`, if the values step evenly: one column
+    /// stepping evenly, or several whose deltas are all 0 after the first
+    /// entry's (sequence numbers after a compaction).
+    fn even(heads: &[u64], step: u64) -> Option<Deltas> {
+        let [first, others @ ..] = heads else { return None };
+        (others.is_empty() || (step == 0 && others.iter().all(|&d| d == 0)))
+            .then_some(Deltas::Even { first: *first, step })
+    }
+
     /// The field of the `n` values the deltas give, without undoing them
     /// one by one; `None` if they are spread (or overflow, which the
     /// general path handles as it handles any block).
@@ -1184,12 +1194,8 @@ fn read_delta_stream(
     }
     let n_rest = qids.len() - heads.len();
     if let (_, Some(step)) = read_stream_unless_same(c, n_rest, Some(what), what, rest)? {
-        // One column stepping evenly; or several whose deltas are all 0
-        // after the first entry's (sequence numbers after a compaction).
-        if let [first, ref others @ ..] = heads[..]
-            && (others.is_empty() || (step == 0 && others.iter().all(|&d| d == 0)))
-        {
-            return Ok((start, Deltas::Even { first, step }));
+        if let Some(even) = Deltas::even(heads, step) {
+            return Ok((start, even));
         }
         rest.clear();
         rest.resize(n_rest, step);

@@ -17,8 +17,8 @@
 use std::ops::Range;
 
 use super::{
-    Cursor, DecodeError, DecodedBlock, EntryKind, Field, Header, InternalKey, MAX_ROW_KEY, RowEnds, SCRATCH, SIGN,
-    Scratch, Stream, StreamAt, cmp_in_row, is_range_end, min_max, partition_point, read_qualifier_ids, read_stream,
+    Cursor, DecodeError, DecodedBlock, Deltas, EntryKind, Field, Header, InternalKey, MAX_ROW_KEY, RowEnds, SCRATCH,
+    SIGN, Scratch, StreamAt, cmp_in_row, is_range_end, min_max, partition_point, read_qualifier_ids, read_stream,
     read_stream_unless_same, unzigzag,
 };
 
@@ -111,7 +111,7 @@ fn decode_part(
         (Some((key, inclusive)), Some(row)) if rows.is_target => {
             // Wrapping arithmetic: an entry out of range errs only if built.
             partition_point(row.start, row.start + row.run, |i| {
-                let ord = cmp_in_row(walk.kinds.get(i), walk.qualifier(i), || walk.timestamp(i), walk.seq(i), key);
+                let ord = cmp_in_row(walk.kind(i), walk.qualifier(i), || walk.timestamp(i), walk.seq(i), key);
                 if inclusive { ord.is_lt() } else { ord.is_le() }
             })
         }
@@ -138,9 +138,9 @@ fn decode_part(
     });
     let seqs = (walk.sequences.even_field(part.clone()))
         .unwrap_or_else(|| Field::pack(each(built, part.clone(), |i| walk.sequences.get(i))));
-    let kinds = match walk.kinds {
-        View::Same(kind) => Field::same(kind),
-        _ => Field::pack(each(built, part.clone(), |i| walk.kinds.get(i))),
+    let kinds = match walk.same_kind {
+        Some(kind) => Field::same(kind),
+        None => Field::pack(each(built, part.clone(), |i| walk.kind(i))),
     };
     let mut offset = 0;
     let value_starts = Field::pack(each(built, part.clone(), |i| {
@@ -174,8 +174,10 @@ struct Walk<'a> {
     n: usize,
     quals: usize,
     scale: i64,
-    kinds: View<'a>,
-    /// Where each stream of kinds starts, for errors.
+    /// Each entry's kind tag, unless every entry's is `same_kind`.
+    kinds: &'a [u64],
+    same_kind: Option<u64>,
+    /// Where the stream of kinds starts, for errors.
     kinds_at: StreamAt,
     /// Where each dictionary qualifier lies in `raw`.
     qualifiers: &'a [(u32, u32)],
@@ -219,7 +221,7 @@ impl<'a> Walk<'a> {
         if quals == 0 && n > 0 {
             return Err(c.error("qualifier dictionary is empty"));
         }
-        let (kinds_at, kinds) = read_view(&mut c, n, packed.then_some("kinds"), "kinds", kinds)?;
+        let (kinds_at, same_kind) = read_stream_unless_same(&mut c, n, packed.then_some("kinds"), "kinds", kinds)?;
         let qids = read_qualifier_ids(&mut c, n, quals, packed, qids)?;
         let end = rows.needed_end(n);
         let (heads, spill, prev) = work;
@@ -241,6 +243,7 @@ impl<'a> Walk<'a> {
             quals,
             scale,
             kinds,
+            same_kind,
             kinds_at,
             qualifiers,
             qids,
@@ -267,6 +270,11 @@ impl<'a> Walk<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Entry `i`'s kind tag.
+    fn kind(&self, i: usize) -> u64 {
+        self.same_kind.unwrap_or_else(|| self.kinds[i])
     }
 
     /// Entry `i`'s qualifier.
@@ -299,7 +307,7 @@ impl<'a> Walk<'a> {
         let c = Cursor::new(self.raw);
         for (i, &start) in range.zip(starts) {
             let at = || c.error_at(self.kinds_at.offset_of(&c, i), "entry kind");
-            let kind = u8::try_from(self.kinds.get(i)).ok().and_then(EntryKind::from_tag).ok_or_else(at)?;
+            let kind = u8::try_from(self.kind(i)).ok().and_then(EntryKind::from_tag).ok_or_else(at)?;
             if kind == EntryKind::DeleteColumn && !is_range_end(self.value(i, start)) {
                 return Err(c.error_at(self.kinds_at.offset_of(&c, i), "column tombstone's range end"));
             }
@@ -465,77 +473,6 @@ fn build_key(keys: &mut [Vec<u8>; 4], (from, to): (usize, usize), shared: usize,
     dest.extend_from_slice(suffix);
 }
 
-/// A stream of a block read in place: its integers found by index, not
-/// spread into a buffer, so that a part reads of each only what it needs.
-#[derive(Debug, Clone, Copy)]
-enum View<'a> {
-    /// One value for every entry.
-    Same(u64),
-    /// `base` plus little-endian offsets of `width` bytes, back to back.
-    Fixed { base: u64, width: usize, bytes: &'a [u8] },
-    /// Varints, read into a buffer (they cannot be found by index).
-    Spread(&'a [u64]),
-}
-
-impl View<'_> {
-    /// Integer `i`; `i` below the stream's count.
-    #[inline]
-    fn get(&self, i: usize) -> u64 {
-        match *self {
-            View::Same(value) => value,
-            View::Fixed { base, width: 1, bytes } => base.wrapping_add(u64::from(bytes[i])),
-            View::Fixed { base, width: 2, bytes } => {
-                base.wrapping_add(u64::from(u16::from_le_bytes([bytes[2 * i], bytes[2 * i + 1]])))
-            }
-            View::Fixed { base, bytes, .. } => {
-                let b = &bytes[4 * i..4 * i + 4];
-                base.wrapping_add(u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
-            }
-            View::Spread(values) => values[i],
-        }
-    }
-}
-
-/// Reads a stream of `n` integers in place, as [`read_stream`] reads it
-/// into a buffer: in a packed block (`packed` names the stream) in the
-/// encoding its tag gives; otherwise kinds as bytes and the rest as
-/// varints, which are read into `spill`.
-fn read_view<'r: 'v, 's: 'v, 'v>(
-    c: &mut Cursor<'r>,
-    n: usize,
-    packed: Option<&'static str>,
-    what: &'static str,
-    spill: &'s mut Vec<u64>,
-) -> Result<(StreamAt, View<'v>), DecodeError> {
-    let start = c.position();
-    let Some(what) = packed else {
-        if what == "kinds" {
-            let bytes = c.bytes(n, what)?;
-            let at = StreamAt { data: start, values: start, encoding: Stream::Offsets8 };
-            return Ok((at, View::Fixed { base: 0, width: 1, bytes }));
-        }
-        c.varints(n, what, spill)?;
-        return Ok((StreamAt { data: start, values: start, encoding: Stream::Varints }, View::Spread(spill)));
-    };
-    let tag = c.u8(what)?;
-    let encoding = Stream::from_tag(tag).ok_or_else(|| c.error_at(start, "unknown stream encoding"))?;
-    let data = c.position();
-    if encoding == Stream::Varints {
-        c.varints(n, what, spill)?;
-        return Ok((StreamAt { data, values: data, encoding }, View::Spread(spill)));
-    }
-    let base = c.varint(what)?;
-    let values = c.position();
-    let view = if encoding == Stream::Same {
-        View::Same(base)
-    } else {
-        let width = encoding.width();
-        let len = n.checked_mul(width).ok_or_else(|| c.error(what))?;
-        View::Fixed { base, width, bytes: c.bytes(len, what)? }
-    };
-    Ok((StreamAt { data, values, encoding }, view))
-}
-
 /// The number of bytes `a` and `b` share at their start.
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
@@ -600,11 +537,10 @@ fn read_values<'o>(
     }
     let (_, same) = read_stream_unless_same(c, n - heads.len(), packed.then_some(what), what, spill)?;
     if let Some(step) = same {
-        if let [first, others @ ..] = &heads[..]
-            && (others.is_empty() || (step == 0 && others.iter().all(|&d| d == 0)))
-            && Field::arithmetic(unzigzag(*first), unzigzag(step), n).is_some()
+        if let Some(Deltas::Even { first, step }) = Deltas::even(heads, step)
+            && Field::arithmetic(unzigzag(first), unzigzag(step), n).is_some()
         {
-            return Ok((start, Values::Even { first: unzigzag(*first), step: unzigzag(step) }));
+            return Ok((start, Values::Even { first: unzigzag(first), step: unzigzag(step) }));
         }
         spill.clear();
         spill.resize(n - heads.len(), step);

@@ -23,10 +23,15 @@
 
 #[cfg(feature = "rocksdb")]
 pub mod baseline;
+pub mod design;
+pub mod generator;
 pub mod machine;
+pub mod measure;
+pub mod plan;
 pub mod queries;
 pub mod report;
 mod run;
+pub mod spec;
 pub mod svg;
 pub mod workload;
 

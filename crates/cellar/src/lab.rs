@@ -4,6 +4,8 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use cellardb::{Compression, Durability, Options};
+use cellardb_lab::measure::{SpecConfig, Step};
+use cellardb_lab::spec::{Spec, time as spec_time};
 use cellardb_lab::workload::{SchemaPattern, Workload};
 use cellardb_lab::{self as lab, Engine, LabConfig, PatternReport, Progress};
 
@@ -12,6 +14,20 @@ use crate::{Failure, Out, Outcome};
 /// What to run and where to write the report.
 #[derive(clap::Args)]
 pub struct Args {
+    /// A schema spec (TOML, `docs/lab.md`): your data, key designs and
+    /// queries. Without it, the balloon workload's schema patterns.
+    #[arg(long)]
+    spec: Option<PathBuf>,
+    /// With --spec: the spec's entities, instead of its count.
+    #[arg(long)]
+    entities: Option<u32>,
+    /// With --spec: how long the data lasts from its start, instead of the
+    /// spec's duration (`7d`, `2h`).
+    #[arg(long, value_parser = parse_duration)]
+    duration: Option<i64>,
+    /// With --spec: keep the last round's databases (in --dir) for `cellar` to inspect.
+    #[arg(long)]
+    keep: bool,
     /// Balloons in the workload.
     #[arg(long, default_value_t = 10)]
     balloons: u32,
@@ -52,6 +68,10 @@ pub struct Args {
     rocksdb: bool,
 }
 
+fn parse_duration(s: &str) -> Result<i64, String> {
+    spec_time::parse_duration(s).and_then(|d| if d > 0 { Ok(d) } else { Err("a duration longer than zero".into()) })
+}
+
 pub(crate) fn parse_durability(s: &str) -> Result<Durability, String> {
     match s {
         "buffered" => Ok(Durability::Buffered),
@@ -79,6 +99,12 @@ fn parse_pattern(s: &str) -> Result<SchemaPattern, String> {
 }
 
 pub fn run(args: &Args, out: &mut Out) -> Outcome {
+    if let Some(path) = &args.spec {
+        return run_spec(args, path, out);
+    }
+    if args.entities.is_some() || args.duration.is_some() || args.keep {
+        return Err(Failure::Usage("--entities, --duration and --keep go with --spec".into()));
+    }
     if args.balloons == 0 || args.days == 0 || args.balloons > 9000 {
         return Err(Failure::Usage("--balloons must be 1 to 9000 and --days at least 1".into()));
     }
@@ -101,7 +127,8 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
         rounds: args.rounds,
     };
     let machine = lab::machine::describe(&dir);
-    let mut progress = progress_printer();
+    let bars = Bars::new();
+    let mut progress = |p: Progress<'_>| bars.show(&format!("{} {}", p.pattern.name(), p.stage), p.done, p.total);
     #[allow(unused_mut, reason = "RocksDB joins only with the rocksdb feature")]
     let mut engines = vec![Engine::Cellardb];
     #[cfg(feature = "rocksdb")]
@@ -109,7 +136,7 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
         engines.push(Engine::Rocksdb);
     }
     let reports = lab::run_rounds(&config, &patterns, &engines, &mut progress)?;
-    eprintln!();
+    bars.finish();
     let _ = std::fs::remove_dir(&dir);
     write_report(&args.out, &reports, &config, &machine)?;
     write!(out, "{}", lab::report::markdown(&reports, &config, &machine))?;
@@ -135,19 +162,131 @@ fn write_report(
     Ok(())
 }
 
-/// Prints progress on stderr: a line rewritten in place on a terminal, one
-/// line per stage otherwise.
-fn progress_printer() -> impl FnMut(Progress<'_>) {
-    let terminal = std::io::stderr().is_terminal();
-    let mut last_stage = String::new();
-    move |p: Progress<'_>| {
-        let stage = format!("{} {}", p.pattern.name(), p.stage);
-        if terminal {
-            let percent = (p.done * 100).checked_div(p.total).unwrap_or(100);
-            eprint!("\r\x1b[2K{stage}: {percent}%");
-        } else if stage != last_stage {
-            eprintln!("{stage}");
+/// `cellar lab --spec FILE`: every design of the spec, in rounds, and a
+/// report of HTML, markdown and CSV.
+fn run_spec(args: &Args, path: &std::path::Path, out: &mut Out) -> Outcome {
+    if !args.patterns.is_empty() {
+        return Err(Failure::Usage("--patterns is for the balloon lab; a spec names its own designs".into()));
+    }
+    if args.rounds == 0 {
+        return Err(Failure::Usage("--rounds must be at least 1".into()));
+    }
+    if args.entities == Some(0) {
+        return Err(Failure::Usage("--entities must be at least 1".into()));
+    }
+    let spec = Spec::from_file(path).map_err(|e| Failure::Usage(e.to_string()))?.resized(args.entities, args.duration);
+    let dir = args.dir.clone().unwrap_or_else(|| args.out.join("db"));
+    let machine = lab::machine::describe(&dir);
+    let need = lab::measure::estimate_disk(&spec, args.keep);
+    if let Some(free) = machine.free_bytes {
+        if need > free {
+            return Err(Failure::Other(format!(
+                "{}: the spec would write about {:.1} GB to {} (its designs' cells twice over: log and tables), which has {:.1} GB free; \
+                 nothing was written. Use --entities or --duration to run it smaller, or --dir on a larger disk.",
+                path.display(),
+                need as f64 / 1e9,
+                dir.display(),
+                free as f64 / 1e9
+            )));
         }
-        last_stage = stage;
+    }
+    for d in [&args.out, &dir] {
+        std::fs::create_dir_all(d).map_err(|e| Failure::Other(format!("cannot create {}: {e}", d.display())))?;
+    }
+    let options =
+        Options::default().durability(args.durability).block_size(args.block_size).compression(args.compression);
+    let config = SpecConfig {
+        spec,
+        options,
+        dir: dir.clone(),
+        samples: args.samples,
+        seed: args.seed,
+        rounds: args.rounds,
+        keep: args.keep,
+    };
+    let bars = Bars::new();
+    let mut progress =
+        |s: Step<'_>| bars.show(&format!("round {} {} {}", s.round + 1, s.design, s.stage), s.done, s.total);
+    let open = lab::measure::open_local(&config);
+    let reports = lab::measure::run_spec(&config, "cellardb", &open, &mut progress)
+        .map_err(|e| Failure::Other(format!("the lab stopped; no report was written: {e}")))?;
+    bars.finish();
+    if !args.keep {
+        let _ = std::fs::remove_dir(&dir);
+    }
+    let spec = &config.spec;
+    let write = |name: &str, text: &str| {
+        let path = args.out.join(name);
+        std::fs::write(&path, text).map_err(|e| Failure::Other(format!("cannot write {}: {e}", path.display())))
+    };
+    let csv = lab::summary::csv(spec, &reports).map_err(|e| Failure::Other(format!("cannot write the CSV: {e}")))?;
+    write("report.csv", &csv)?;
+    write("report.md", &lab::summary::markdown(spec, &reports, &config, &machine))?;
+    write("report.html", &lab::summary::html(spec, &reports, &config, &machine))?;
+    for (name, svg) in lab::summary::charts(spec, &reports) {
+        write(name, &svg)?;
+    }
+    write!(out, "{}", lab::summary::markdown(spec, &reports, &config, &machine))?;
+    writeln!(out, "\n(written to {}: report.html, report.md, report.csv and the charts)", args.out.display())?;
+    if args.keep {
+        writeln!(
+            out,
+            "(databases kept in {}: try `cellar ls --dir {}/{}-{}`)",
+            dir.display(),
+            dir.display(),
+            spec.name,
+            spec.designs[0].name
+        )?;
+    }
+    Ok(())
+}
+
+/// Progress on stderr: on a terminal, a bar per stage with its count, rate
+/// and time left; otherwise a line per stage.
+struct Bars {
+    bar: Option<indicatif::ProgressBar>,
+    stage: std::cell::RefCell<String>,
+}
+
+impl Bars {
+    fn new() -> Bars {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::new(0);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{msg:40} [{bar:30}] {human_pos}/{human_len} {per_sec} ({eta} left)",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .progress_chars("=> "),
+            );
+            bar
+        });
+        Bars { bar, stage: std::cell::RefCell::new(String::new()) }
+    }
+
+    fn show(&self, stage: &str, done: u64, total: u64) {
+        let mut last = self.stage.borrow_mut();
+        let new_stage = *last != stage;
+        match &self.bar {
+            Some(bar) => {
+                if new_stage {
+                    bar.reset();
+                    bar.set_message(stage.to_owned());
+                    bar.set_length(total);
+                }
+                bar.set_position(done);
+            }
+            None if new_stage => eprintln!("{stage}"),
+            None => {}
+        }
+        if new_stage {
+            stage.clone_into(&mut last);
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
     }
 }

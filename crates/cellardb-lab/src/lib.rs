@@ -32,6 +32,7 @@ pub mod queries;
 pub mod report;
 mod run;
 pub mod spec;
+pub mod summary;
 pub mod svg;
 pub mod workload;
 

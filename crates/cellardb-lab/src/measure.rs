@@ -361,7 +361,9 @@ fn time_query(
     random: &mut SplitMix64,
     progress: &mut dyn FnMut(u64),
 ) -> Result<QueryFigures> {
-    let mut latencies = hdrhistogram::Histogram::<u64>::new(3).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+    // Nanoseconds, from 1 ns to an hour, to three significant digits.
+    let mut latencies = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3)
+        .map_err(|e| Error::InvalidArgument(e.to_string()))?;
     let (mut cells, mut returned, mut blocks) = (0u64, 0u64, Some(0u64));
     for run in 0..runs {
         let params = Params::draw(spec, q, random.next_u64());

@@ -391,10 +391,15 @@ pub fn plans(spec: &Spec, design: &Design, q: &QuerySpec, p: &Params, form: Form
         let Some(unit) = k.unit else { return Rows::Keys(vec![key_for(e, s, 0, all)]) };
         let first = bucket_start(from, unit);
         let units = (to - first + unit - 1) / unit;
+        let upto = k.time_at.map_or(all, |t| t + 1);
+        let last = bucket_start(to - 1, unit);
         if units > 1 && k.order == Order::Ascending {
-            let upto = k.time_at.map_or(all, |t| t + 1);
-            let last = bucket_start(to - 1, unit) + unit;
-            return Rows::Range(key_for(e, s, first, upto), key_for(e, s, last, upto));
+            return Rows::Range(key_for(e, s, first, upto), key_for(e, s, last + unit, upto));
+        }
+        // Newest first: the window's keys run from its last row's down to
+        // (not including) the key of the row before its first.
+        if units > 1 && k.order == Order::Descending {
+            return Rows::Range(key_for(e, s, last, upto), key_for(e, s, first - unit, upto));
         }
         Rows::Keys((0..units).map(|u| key_for(e, s, first + u * unit, all)).collect())
     };

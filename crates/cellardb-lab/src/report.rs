@@ -124,7 +124,7 @@ impl Spread {
 
     /// `median (min–max)` with `show` formatting each, or the median alone
     /// if every round shows the same.
-    fn show(self, show: impl Fn(f64) -> String) -> String {
+    pub(crate) fn show(self, show: impl Fn(f64) -> String) -> String {
         let (min, max) = (show(self.min), show(self.max));
         if min == max { min } else { format!("{} ({min}–{max})", show(self.median)) }
     }

@@ -178,17 +178,17 @@ fn run_spec(args: &Args, path: &std::path::Path, out: &mut Out) -> Outcome {
     let dir = args.dir.clone().unwrap_or_else(|| args.out.join("db"));
     let machine = lab::machine::describe(&dir);
     let need = lab::measure::estimate_disk(&spec, args.keep);
-    if let Some(free) = machine.free_bytes {
-        if need > free {
-            return Err(Failure::Other(format!(
-                "{}: the spec would write about {:.1} GB to {} (its designs' cells twice over: log and tables), which has {:.1} GB free; \
+    if let Some(free) = machine.free_bytes
+        && need > free
+    {
+        return Err(Failure::Other(format!(
+            "{}: the spec would write about {:.1} GB to {} (its designs' cells twice over: log and tables), which has {:.1} GB free; \
                  nothing was written. Use --entities or --duration to run it smaller, or --dir on a larger disk.",
-                path.display(),
-                need as f64 / 1e9,
-                dir.display(),
-                free as f64 / 1e9
-            )));
-        }
+            path.display(),
+            need as f64 / 1e9,
+            dir.display(),
+            free as f64 / 1e9
+        )));
     }
     for d in [&args.out, &dir] {
         std::fs::create_dir_all(d).map_err(|e| Failure::Other(format!("cannot create {}: {e}", d.display())))?;

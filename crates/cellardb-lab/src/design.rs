@@ -166,18 +166,11 @@ pub fn encode(spec: &Spec, encoding: Encoding, e: &Event) -> Vec<u8> {
                         put_varint(&mut out, field);
                         put_varint(&mut out, x.cast_unsigned());
                     }
-                    Value::Category(_) | Value::Bytes(_) => {
+                    Value::Bytes(bytes) => put_bytes(&mut out, field, bytes),
+                    Value::Category(_) => {
                         let mut text = String::new();
-                        let bytes: &[u8] = match v {
-                            Value::Bytes(b) => b,
-                            _ => {
-                                value_text(s, v, &mut text);
-                                text.as_bytes()
-                            }
-                        };
-                        put_varint(&mut out, field | 2);
-                        put_varint(&mut out, bytes.len() as u64);
-                        out.extend_from_slice(bytes);
+                        value_text(s, v, &mut text);
+                        put_bytes(&mut out, field, text.as_bytes());
                     }
                 }
             }
@@ -206,6 +199,13 @@ pub fn encode(spec: &Spec, encoding: Encoding, e: &Event) -> Vec<u8> {
         }
     }
     out
+}
+
+/// A length-delimited field: its tag, length and bytes.
+fn put_bytes(out: &mut Vec<u8>, field: u64, bytes: &[u8]) {
+    put_varint(out, field | 2);
+    put_varint(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {

@@ -69,7 +69,7 @@ impl EntityState {
                 Shape::RandomWalk { initial, .. } | Shape::Counter { initial, .. } => {
                     initial.0 + draw(&mut random, initial.1 - initial.0 + 1)
                 }
-                Shape::Categorical { values, .. } => draw(&mut random, values.len() as i64),
+                Shape::Categorical { values, .. } => draw(&mut random, i64::try_from(values.len()).unwrap_or(1)),
                 Shape::Text(_) | Shape::Blob(_) => 0,
             })
             .collect();
@@ -241,25 +241,23 @@ impl<'a> Arrivals<'a> {
     pub fn next(&mut self) -> Option<&Event> {
         loop {
             // Late events due by now go first.
-            if let Some(&Reverse((arrival, _, _, slot))) = self.late.peek() {
-                if arrival <= self.time || self.done {
-                    self.late.pop();
-                    let e = self.waiting[slot].take()?;
-                    self.free.push(slot);
-                    self.current = e;
-                    return Some(&self.current);
-                }
+            if let Some(&Reverse((arrival, _, _, slot))) = self.late.peek()
+                && (arrival <= self.time || self.done)
+            {
+                self.late.pop();
+                let e = self.waiting[slot].take()?;
+                self.free.push(slot);
+                self.current = e;
+                return Some(&self.current);
             }
             if self.done {
                 return None;
             }
             if self.next_entity == self.spec.data.entities.count {
-                match self.instants.next() {
-                    Some(t) => (self.time, self.next_entity) = (t, 0),
-                    None => {
-                        self.done = true;
-                        continue;
-                    }
+                if let Some(t) = self.instants.next() {
+                    (self.time, self.next_entity) = (t, 0);
+                } else {
+                    self.done = true;
                 }
                 continue;
             }

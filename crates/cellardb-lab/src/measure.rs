@@ -133,6 +133,10 @@ impl DesignReport {
 }
 
 /// What the lab needs of a store; each call is what its user would do.
+///
+/// # Errors
+/// Every call returns the store's own errors (I/O, a refused call).
+#[allow(clippy::missing_errors_doc, reason = "the trait's doc says it once for every call")]
 pub trait Store {
     /// Writes one event's rows, each row atomically.
     fn write_event(&mut self, rows: Vec<(String, Vec<Mutation>)>) -> Result<()>;
@@ -195,12 +199,16 @@ impl Store for Local {
     fn close(self: Box<Self>) -> Result<Option<u64>> {
         let Local { db, dir, keep, .. } = *self;
         db.close()?;
-        let bytes = crate::run::allocated_bytes(&dir, |name| !name.ends_with(".log") && name != "LOCK")?;
+        let bytes = crate::run::allocated_bytes(&dir, |name| !has_extension(name, "log") && name != "LOCK")?;
         if !keep {
             crate::run::remove_dir(&dir)?;
         }
         Ok(Some(bytes))
     }
+}
+
+fn has_extension(name: &str, ext: &str) -> bool {
+    Path::new(name).extension().is_some_and(|e| e.eq_ignore_ascii_case(ext))
 }
 
 /// The directory of `design`'s database under `dir`.
@@ -248,7 +256,7 @@ pub fn run_spec(
             let mut report = measured?;
             report.bytes = bytes?;
             report.generation = generated;
-            report.target = target.to_owned();
+            target.clone_into(&mut report.target);
             report.peak_memory = peak_memory();
             reports.push(report);
         }
@@ -460,7 +468,7 @@ pub fn estimate_disk(spec: &Spec, keep: bool) -> u64 {
             bytes += logical_size(&writer.rows(e));
             n += 1;
         }
-        let estimate = if n < SAMPLE { bytes } else { (bytes as f64 / n as f64 * total as f64) as u64 };
+        let estimate = if n < SAMPLE { bytes } else { bytes.saturating_mul(total / n.max(1)) };
         per_design.push(2 * estimate);
     }
     if keep { per_design.iter().sum() } else { per_design.into_iter().max().unwrap_or(0) }

@@ -27,7 +27,7 @@
 //! it names (a read may bring more: that is its cost), the newest instant
 //! for `latest`, the top entities for a ranked slice.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 use cellardb::{Filter, Result, RowRange, RowSet, Table, TimeRange};
 
@@ -97,10 +97,10 @@ impl Params {
             None => data.start + data.tick * i64::try_from(pick(instants_count(data))).unwrap_or(0),
             Some(at) => {
                 let first_day = bucket_start(data.start, time::DAY);
-                let days: Vec<i64> = (0..)
+                let day_count = (data.end - first_day) / time::DAY + 1;
+                let days: Vec<i64> = (0..day_count)
                     .map(|d| first_day + d * time::DAY + at)
-                    .take_while(|t| *t < data.end)
-                    .filter(|t| *t >= data.start)
+                    .filter(|t| *t >= data.start && *t < data.end)
                     .collect();
                 days.get(usize::try_from(pick(days.len() as u64)).unwrap_or(0)).copied().unwrap_or(data.start)
             }
@@ -361,10 +361,10 @@ pub fn can_answer(design: &Design, shape: &QueryShape, data: &Data) -> std::resu
         if k.time_at.is_some() && k.order == Order::Unsorted {
             return Err("the time in its row key does not sort, so the newest row cannot be found".into());
         }
-        if let (Some(s), Some(t)) = (k.series_at, k.time_at) {
-            if s > t {
-                return Err("its row key has the series after the time, so the newest event is not one row".into());
-            }
+        if let (Some(s), Some(t)) = (k.series_at, k.time_at)
+            && s > t
+        {
+            return Err("its row key has the series after the time, so the newest event is not one row".into());
         }
     }
     Ok(())
@@ -519,10 +519,13 @@ fn series_filter(spec: &Spec, design: &Design, series: usize) -> Option<(Option<
     Some((None, Some(regex)))
 }
 
+/// A cell copied out of a read: row key, family, qualifier, timestamp, value.
+type OwnedCell = (Vec<u8>, String, Vec<u8>, i64, Vec<u8>);
+
 /// Cells copied out of a read, to be checked once the timing is done.
 #[derive(Debug, Default)]
 pub struct Copied {
-    cells: Vec<(Vec<u8>, String, Vec<u8>, i64, Vec<u8>)>,
+    cells: Vec<OwnedCell>,
 }
 
 impl Copied {
@@ -600,8 +603,8 @@ fn keep(spec: &Spec, q: &QuerySpec, p: &Params, mut got: Vec<Measurement>) -> Ve
                 let mut ranked: Vec<(i64, u32)> =
                     got.iter().filter(|m| m.series == series).map(|m| (scaled(&m.value), m.entity)).collect();
                 ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-                let winners: HashMap<u32, ()> = ranked.into_iter().take(n).map(|(_, e)| (e, ())).collect();
-                got.retain(|m| winners.contains_key(&m.entity));
+                let winners: HashSet<u32> = ranked.into_iter().take(n).map(|(_, e)| e).collect();
+                got.retain(|m| winners.contains(&m.entity));
             }
         }
         QueryShape::Scan => got.retain(in_window),

@@ -54,12 +54,11 @@ fn p50(reports: &[DesignReport], design: &str, query: &str, form: Form) -> Optio
     spread(reports, design, |r| figures(r, query, form).map(|f| f.p50.as_secs_f64()))
 }
 
+/// A figure of a design's round.
+type Figure<'a> = &'a dyn Fn(&DesignReport) -> Option<f64>;
+
 /// `fa(a's round) / fb(b's round)`, round by round.
-fn ratio(
-    reports: &[DesignReport],
-    (a, fa): (&str, &dyn Fn(&DesignReport) -> Option<f64>),
-    (b, fb): (&str, &dyn Fn(&DesignReport) -> Option<f64>),
-) -> Option<Spread> {
+fn ratio(reports: &[DesignReport], (a, fa): (&str, Figure<'_>), (b, fb): (&str, Figure<'_>)) -> Option<Spread> {
     let values: Vec<f64> = rounds_of(reports, a)
         .filter_map(|ra| {
             let rb = reports.iter().find(|r| r.design == b && r.round == ra.round)?;
@@ -234,8 +233,11 @@ fn shape_name(s: &crate::spec::Series) -> &'static str {
 /// CSV by the tests).
 struct Table {
     header: Vec<String>,
-    rows: Vec<Vec<(String, Option<(String, f64)>)>>,
+    rows: Vec<Vec<TableCell>>,
 }
+
+/// A cell's text, and the figure it shows with its CSV column.
+type TableCell = (String, Option<(String, f64)>);
 
 impl Table {
     fn markdown(&self, out: &mut String) {
@@ -314,11 +316,44 @@ struct Section {
 }
 
 fn sections(spec: &Spec, reports: &[DesignReport], config: &SpecConfig, machine: &Machine) -> Vec<Section> {
-    let names = designs(reports);
+    let mut out = vec![what_was_measured(spec, reports, config)];
+    out.push(Section {
+        title: "Recommendation".into(),
+        text: vec![recommendation(spec, reports)],
+        tables: vec![Table {
+            header: vec!["query".into(), "verdict".into()],
+            rows: spec
+                .queries
+                .iter()
+                .map(|q| vec![(format!("`{}`", q.name), None), (verdict(reports, q), None)])
+                .collect(),
+        }],
+    });
+    out.extend(spec.queries.iter().map(|q| query_section(reports, q)));
+    out.push(storage(reports));
+    let o = &config.options;
+    out.push(Section {
+        title: "Machine and settings".into(),
+        text: vec![
+            machine.markdown(),
+            format!(
+                "Durability {:?}, block size {} bytes, compression {:?}, block cache {} MiB; query seed {}.",
+                o.get_durability(),
+                o.get_block_size(),
+                o.get_compression(),
+                o.get_block_cache_size() >> 20,
+                config.seed
+            ),
+        ],
+        tables: Vec::new(),
+    });
+    out
+}
+
+fn what_was_measured(spec: &Spec, reports: &[DesignReport], config: &SpecConfig) -> Section {
     let rounds = reports.iter().map(|r| r.round + 1).max().unwrap_or(0);
     let target = reports.first().map_or("cellardb", |r| r.target.as_str());
-    let mut out = Vec::new();
-    out.push(Section {
+    Section {
         title: "What was measured".into(),
         text: vec![
             about(spec, reports),
@@ -342,33 +377,31 @@ fn sections(spec: &Spec, reports: &[DesignReport], config: &SpecConfig, machine:
                 .map(|d| {
                     let cells = match &d.cells {
                         Cells::PerValue(v) => format!("a cell per value: `{}` → `{}`", d.qualifier.text, v.text),
-                        Cells::PerEvent(e) => format!("a cell per event: `{}` → the event in {}", d.qualifier.text, e.name()),
+                        Cells::PerEvent(e) => {
+                            format!("a cell per event: `{}` → the event in {}", d.qualifier.text, e.name())
+                        }
                     };
                     let families: Vec<String> = d.families.iter().map(|f| format!("`{}` ({})", f.name, f.gc)).collect();
                     let key = match d.bucket {
                         Some(b) => format!("`{}`, {} buckets", d.row_key.text, show_duration(b)),
                         None => format!("`{}`", d.row_key.text),
                     };
-                    vec![(format!("**{}**: {}", d.name, d.description), None), (key, None), (cells, None), (families.join(", "), None)]
+                    vec![
+                        (format!("**{}**: {}", d.name, d.description), None),
+                        (key, None),
+                        (cells, None),
+                        (families.join(", "), None),
+                    ]
                 })
                 .collect(),
         }],
-    });
-    out.push(Section {
-        title: "Recommendation".into(),
-        text: vec![recommendation(spec, reports)],
-        tables: vec![Table {
-            header: vec!["query".into(), "verdict".into()],
-            rows: spec
-                .queries
-                .iter()
-                .map(|q| vec![(format!("`{}`", q.name), None), (verdict(reports, q), None)])
-                .collect(),
-        }],
-    });
-    for q in &spec.queries {
-        let mut rows = Vec::new();
-        for &d in &names {
+    }
+}
+
+fn query_section(reports: &[DesignReport], q: &QuerySpec) -> Section {
+    let mut rows = Vec::new();
+    {
+        for d in designs(reports) {
             for &form in Form::of(&q.kind) {
                 let s = stem(&q.name, form);
                 let median = |f: &dyn Fn(&QueryFigures) -> Option<f64>| {
@@ -389,7 +422,7 @@ fn sections(spec: &Spec, reports: &[DesignReport], config: &SpecConfig, machine:
                 ]);
             }
         }
-        out.push(Section {
+        Section {
             title: format!("Query `{}`", q.name),
             text: vec![format!("{} ({}). {}", q.description, q.kind.name(), verdict(reports, q))],
             tables: vec![Table {
@@ -405,11 +438,14 @@ fn sections(spec: &Spec, reports: &[DesignReport], config: &SpecConfig, machine:
                 .into(),
                 rows,
             }],
-        });
+        }
     }
-    let storage_rows = names
-        .iter()
-        .map(|&d| {
+}
+
+fn storage(reports: &[DesignReport]) -> Section {
+    let storage_rows = designs(reports)
+        .into_iter()
+        .map(|d| {
             let f = |col: &str, s: Option<Spread>, show_it: &dyn Fn(f64) -> String| {
                 (show(s, show_it), s.map(|s| (col.to_owned(), s.median)))
             };
@@ -426,7 +462,7 @@ fn sections(spec: &Spec, reports: &[DesignReport], config: &SpecConfig, machine:
             ]
         })
         .collect();
-    out.push(Section {
+    Section {
         title: "Storage and ingest".into(),
         text: vec![
             "Bytes: allocated on disk after a full compaction and close, the write-ahead log excluded (unknown where \
@@ -450,24 +486,7 @@ fn sections(spec: &Spec, reports: &[DesignReport], config: &SpecConfig, machine:
             .into(),
             rows: storage_rows,
         }],
-    });
-    let o = &config.options;
-    out.push(Section {
-        title: "Machine and settings".into(),
-        text: vec![
-            machine.markdown(),
-            format!(
-                "Durability {:?}, block size {} bytes, compression {:?}, block cache {} MiB; query seed {}.",
-                o.get_durability(),
-                o.get_block_size(),
-                o.get_compression(),
-                o.get_block_cache_size() >> 20,
-                config.seed
-            ),
-        ],
-        tables: Vec::new(),
-    });
-    out
+    }
 }
 
 /// The report as markdown.
@@ -650,6 +669,6 @@ pub fn csv(spec: &Spec, reports: &[DesignReport]) -> Result<String, csv::Error> 
         }
         w.write_record(record)?;
     }
-    let bytes = w.into_inner().map_err(|e| e.into_error())?;
+    let bytes = w.into_inner().map_err(csv::IntoInnerError::into_error)?;
     Ok(String::from_utf8(bytes).unwrap_or_default())
 }

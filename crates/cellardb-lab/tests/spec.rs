@@ -138,3 +138,80 @@ fn every_query_of_the_balloon_spec_is_answered_exactly() {
 fn every_query_of_the_server_metrics_spec_is_answered_exactly() {
     answers_exactly(Spec::parse(SERVER_METRICS, "server-metrics").unwrap().resized(Some(30), None));
 }
+
+/// The balloon spec with `from` replaced by `to` (once), the error it
+/// gives, and the line `to` is on.
+fn mistake(from: &str, to: &str) -> (cellardb_lab::spec::SpecError, usize) {
+    assert!(BALLOONS.contains(from), "{from}");
+    let text = BALLOONS.replacen(from, to, 1);
+    let at = text.find(to).unwrap();
+    let line = text[..at].matches('\n').count() + 1;
+    let e = Spec::parse(&text, "bad.toml").expect_err(to);
+    assert_eq!(e.file, "bad.toml");
+    assert!(e.to_string().starts_with(&format!("bad.toml:{}:", e.line)), "{e}");
+    (e, line)
+}
+
+#[test]
+fn every_kind_of_mistake_is_one_error_naming_the_file_line_and_field() {
+    // TOML that does not parse.
+    let (e, line) = mistake("cadence = \"1m\"", "cadence = \"1m");
+    assert_eq!(e.line, line, "{e}");
+    // An unknown field.
+    let (e, line) = mistake("step = 100\n", "stepp = 100\n");
+    assert_eq!(e.line, line, "{e}");
+    assert!(e.message.contains("stepp"), "{e}");
+    // A template field that does not exist.
+    let (e, line) =
+        mistake("row_key = \"{location}#{id}#{time:week%V}\"", "row_key = \"{location}#{idd}#{time:week%V}\"");
+    assert_eq!((e.line, e.field.as_str()), (line, "designs[1].row_key"), "{e}");
+    assert!(e.message.contains("{idd} does not exist") && e.message.contains("{location}"), "{e}");
+    // A zero or negative cadence.
+    for bad in ["cadence = \"0s\"", "cadence = \"-1m\""] {
+        let (e, line) = mistake("cadence = \"1m\"", bad);
+        assert_eq!((e.line, e.field.as_str()), (line, "data.cadence"), "{e}");
+    }
+    // A bucket that does not divide the day.
+    let (e, line) = mistake("bucket = \"1h\"", "bucket = \"7h\"");
+    assert_eq!((e.line, e.field.as_str()), (line, "designs[4].bucket"), "{e}");
+    assert!(e.message.contains("does not divide the day"), "{e}");
+    // A query a design cannot answer: the series after the time in the
+    // key, so the newest event is not one row.
+    let (e, line) = mistake(
+        "row_key = \"{location}#{id}#{series}#{time:week%V}\"",
+        "row_key = \"{location}#{id}#{time:%Y-%m-%d-%H%M}#{series}\"\nbucket_was = 1",
+    );
+    assert_eq!(e.line, line + 1, "an unknown field is named first: {e}");
+    let text = BALLOONS.replacen(
+        "row_key = \"{location}#{id}#{series}#{time:week%V}\"\nbucket = \"1w\"",
+        "row_key = \"{location}#{id}#{time:%Y-%m-%d-%H%M}#{series}\"",
+        1,
+    );
+    let e = Spec::parse(&text, "bad.toml").unwrap_err();
+    assert_eq!(e.field, "queries[2].kind", "{e}");
+    assert!(e.message.contains("cannot answer query \"latest\""), "{e}");
+    assert_eq!(e.line, text[..text.find("kind = \"latest\"").unwrap()].matches('\n').count() + 1);
+    // A time format that merges rows: a day's format on hourly buckets.
+    let (e, line) =
+        mistake("row_key = \"{location}#{id}#{time:%Y-%m-%d-%H}\"", "row_key = \"{location}#{id}#{time:%Y-%m-%d}\"");
+    assert_eq!((e.line, e.field.as_str()), (line, "designs[4].row_key"), "{e}");
+    // A key that does not name the entity.
+    let (e, _) =
+        mistake("row_key = \"{location}#{id}#{time:%Y-%m-%d-%H}\"", "row_key = \"{location}#{time:%Y-%m-%d-%H}\"");
+    assert!(e.message.contains("cannot answer") || e.message.contains("entity"), "{e}");
+    // Values that share a column.
+    let (e, _) = mistake(
+        "qualifier = \"{series}\"\nfamilies = [{ name = \"measurements\" }]",
+        "qualifier = \"m\"\nfamilies = [{ name = \"measurements\" }]",
+    );
+    assert!(e.message.contains("share a column"), "{e}");
+    // A bad GC rule, an unknown shape, an unknown series in a query.
+    let (e, _) = mistake("families = [{ name = \"m\" }]", "families = [{ name = \"m\", gc = \"maxversions=0\" }]");
+    assert!(e.message.contains("maxversions"), "{e}");
+    let (e, line) = mistake("shape = \"random-walk\"", "shape = \"brownian\"");
+    assert_eq!((e.line, e.field.as_str()), (line, "data.series[0].shape"), "{e}");
+    let (e, _) = mistake("window = \"1h\"", "window = \"1h\"\nseries = \"wind\"");
+    assert!(e.message.contains("no series is named \"wind\""), "{e}");
+    let missing = Spec::from_file(std::path::Path::new("no/such/spec.toml")).unwrap_err();
+    assert!(missing.to_string().starts_with("no/such/spec.toml: cannot read it"), "{missing}");
+}

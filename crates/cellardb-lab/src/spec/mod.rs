@@ -16,7 +16,7 @@ use std::path::Path;
 pub use raw::SpecFile;
 use raw::{RawDesign, RawEntityField, RawQuery, RawSeries, RawSize};
 use template::{Field, Template};
-use time::{DAY, SECOND, TimeFormat};
+use time::{SECOND, TimeFormat};
 use toml::Spanned;
 
 /// The balloon workload of `docs/workload.md` as a spec.
@@ -384,6 +384,7 @@ impl Spec {
     /// The spec with `entities` entities and data lasting `duration` µs from
     /// its start (series that start or end inside the data keep their
     /// offsets from its start and end).
+    #[must_use]
     pub fn resized(mut self, entities: Option<u32>, duration: Option<i64>) -> Spec {
         if let Some(n) = entities {
             self.data.entities.count = n;
@@ -622,7 +623,7 @@ fn resolve_shape(field: &str, raw: &Spanned<RawSeries>) -> Checked<Shape> {
         if lo > hi { Err((place("initial"), "initial = [low, high] with low ≤ high".into())) } else { Ok((lo, hi)) }
     };
     let step = s.step.unwrap_or(1);
-    if step < 0 || step > 1 << 40 {
+    if !(0..=1 << 40).contains(&step) {
         return Err((place("step"), "a step is 0 to 2^40".into()));
     }
     Ok(match kind {
@@ -850,72 +851,56 @@ fn check_layout(field: &str, raw: &Spanned<RawDesign>, d: &Design, data: &Data) 
                     .into(),
             );
         }
-        if let Cells::PerValue(v) = &d.cells {
-            if d.qualifier.has(|f| matches!(f, Field::Value)) && v.has(|f| matches!(f, Field::Value)) {
-                return err("qualifier", &r.qualifier, "the value is in the qualifier: set value = \"\"".into());
-            }
+        if let Cells::PerValue(v) = &d.cells
+            && d.qualifier.has(|f| matches!(f, Field::Value))
+            && v.has(|f| matches!(f, Field::Value))
+        {
+            return err("qualifier", &r.qualifier, "the value is in the qualifier: set value = \"\"".into());
         }
+    }
+    if per_event && d.families.len() > 1 {
+        return Err((at(format!("{field}.families"), raw), "a per-event design writes one family".into()));
     }
     // The key's time must tell apart the rows the bucket (or the clock) cuts.
     let unit = d.bucket.unwrap_or(data.tick);
-    if let Some(format) = d.row_key.time_format() {
-        if let Some(t) = first_collision(format, unit, data) {
-            return err(
-                "row_key",
-                &r.row_key,
-                format!(
-                    "its time format {:?} writes {:?} for two {} apart (at {}): it must tell apart every {} of the data",
-                    format.as_str(),
-                    format.show(t),
-                    time::show_duration(unit),
-                    time::show_instant(t),
-                    if d.bucket.is_some() { "bucket" } else { "instant" }
-                ),
-            );
+    match d.row_key.time_format() {
+        Some(format) => {
+            if let Some(t) = first_collision(format, unit, data) {
+                return err(
+                    "row_key",
+                    &r.row_key,
+                    format!(
+                        "its time format {:?} writes {:?} for two {} apart (at {}): it must tell apart every {} of the data",
+                        format.as_str(),
+                        format.show(t),
+                        time::show_duration(unit),
+                        time::show_instant(t),
+                        if d.bucket.is_some() { "bucket" } else { "instant" }
+                    ),
+                );
+            }
         }
-    } else if d.bucket.is_some() || data.end - data.start > data.tick {
-        // No time in the key: every instant of an entity's series shares its rows.
-        if d.bucket.is_some() {
+        // No time in the key: a row per entity (and series) holds every
+        // instant, its cells told apart by timestamp; a bucket needs a time.
+        None if d.bucket.is_some() => {
             return err("row_key", &r.row_key, "a bucketed design needs {time:FORMAT} in its row key".into());
         }
-    }
-    if d.row_key.time_format().is_none() && d.bucket.is_none() {
-        // A row per entity holds every instant: allowed (a wide row), but
-        // only if its cells are told apart by time.
-        let time_in_cell = d.qualifier.has(|f| matches!(f, Field::Time(_)));
-        let _ = time_in_cell; // cells of one column at different instants are versions: allowed
-    }
-    if let Some(q) = d.qualifier.time_format() {
-        if q.as_str() == "reversed" && d.bucket.is_none() {
-            return Ok(());
-        }
+        None => {}
     }
     Ok(())
 }
 
-/// The first bucket start (of buckets of `unit` within the data) whose
-/// text in `format` is the same as the next bucket's, or whose text does
-/// not sort after it when the format is meant to sort.
+/// The first bucket start (of the buckets of `unit` in the data) whose text
+/// in `format` is the same as the next bucket's: every bucket of data with
+/// up to a million of them, else a million pairs spread evenly.
 fn first_collision(format: &TimeFormat, unit: i64, data: &Data) -> Option<i64> {
     let first = time::bucket_start(data.start, unit);
-    let buckets = (data.end - first).div_euclid(unit) + 1;
-    // Every bucket up to a million; past that, a day's worth at each end and
-    // around every month's first day is where formats go wrong.
-    let step = if buckets <= 1_000_000 { unit } else { (unit).max(DAY) };
-    let mut t = first;
-    let mut previous = format.show(t);
-    while t + unit < data.end {
-        let next = format.show(t + unit);
-        if next == previous {
-            return Some(t);
-        }
-        previous = next;
-        t += if step == unit { unit } else { step.min(data.end - t - unit).max(unit) };
-        if step != unit {
-            previous = format.show(t);
-        }
-    }
-    None
+    let buckets = (data.end - first + unit - 1) / unit;
+    let stride = (buckets / 1_000_000).max(1);
+    (0..buckets - 1)
+        .step_by(usize::try_from(stride).unwrap_or(1))
+        .map(|k| first + k * unit)
+        .find(|&t| format.show(t) == format.show(t + unit))
 }
 
 fn resolve_query(field: &str, raw: &Spanned<RawQuery>, data: &Data) -> Checked<QuerySpec> {

@@ -69,24 +69,28 @@ pub fn parse_instant(text: &str) -> Result<i64, String> {
         Some((d, c)) => (d, Some(c.strip_suffix('Z').ok_or_else(bad)?)),
         None => (text, None),
     };
-    let mut d = date.splitn(3, '-').map(str::parse::<i64>);
-    let (Some(Ok(y)), Some(Ok(m)), Some(Ok(day))) = (d.next(), d.next(), d.next()) else { return Err(bad()) };
-    if !(1..=12).contains(&m) || !(1..=31).contains(&day) {
+    let mut fields = date.splitn(3, '-').map(str::parse::<i64>);
+    let (Some(Ok(year)), Some(Ok(month)), Some(Ok(day))) = (fields.next(), fields.next(), fields.next()) else {
+        return Err(bad());
+    };
+    let (Ok(month), Ok(day)) = (u32::try_from(month), u32::try_from(day)) else { return Err(bad()) };
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
         return Err(bad());
     }
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "checked to be 1..=12 and 1..=31")]
-    let days = days_from_civil(y, m as u32, day as u32);
-    if civil_from_days(days) != (y, m as u32, day as u32) {
+    let days = days_from_civil(year, month, day);
+    if civil_from_days(days) != (year, month, day) {
         return Err(bad());
     }
     let mut micros = days * DAY;
     if let Some(clock) = clock {
-        let mut c = clock.splitn(3, ':').map(str::parse::<i64>);
-        let (Some(Ok(h)), Some(Ok(min)), Some(Ok(s))) = (c.next(), c.next(), c.next()) else { return Err(bad()) };
-        if !(0..24).contains(&h) || !(0..60).contains(&min) || !(0..60).contains(&s) {
+        let mut fields = clock.splitn(3, ':').map(str::parse::<i64>);
+        let (Some(Ok(hour)), Some(Ok(minute)), Some(Ok(second))) = (fields.next(), fields.next(), fields.next()) else {
+            return Err(bad());
+        };
+        if !(0..24).contains(&hour) || !(0..60).contains(&minute) || !(0..60).contains(&second) {
             return Err(bad());
         }
-        micros += h * HOUR + min * MINUTE + s * SECOND;
+        micros += hour * HOUR + minute * MINUTE + second * SECOND;
     }
     Ok(micros)
 }

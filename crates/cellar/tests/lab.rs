@@ -43,3 +43,97 @@ fn cellar_lab_writes_the_report_files() {
     assert_eq!(no_rounds.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&no_rounds.stderr).contains("--rounds"));
 }
+
+/// `cellar lab --spec`: the report's HTML page renders in headless Chromium
+/// with nothing on its console, and every figure its tables show is the
+/// median over the rounds of the CSV's column for that design.
+#[test]
+fn a_spec_report_renders_in_chromium_and_agrees_with_its_csv() {
+    let out = tempfile::tempdir().unwrap();
+    let report = out.path().join("report");
+    let spec = concat!(env!("CARGO_MANIFEST_DIR"), "/../../specs/server-metrics.toml");
+    let o = Command::new(env!("CARGO_BIN_EXE_cellar"))
+        .args(["lab", "--spec", spec, "--entities", "12", "--rounds", "2", "--samples", "4"])
+        .arg("--out")
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    assert!(stdout.contains("## Recommendation") && stdout.contains("| `top-cpu-noon` |"), "{stdout}");
+    for file in ["report.html", "report.md", "report.csv", "query_latency.svg", "bytes_per_value.svg", "ingest.svg"] {
+        assert!(report.join(file).exists(), "{file}");
+    }
+    assert!(!report.join("db").exists(), "the databases are removed without --keep");
+    let csv = std::fs::read_to_string(report.join("report.csv")).unwrap();
+    let Some(chromium) =
+        ["/usr/bin/chromium", "/usr/bin/chromium-browser"].into_iter().find(|p| std::path::Path::new(p).exists())
+    else {
+        assert!(std::env::var_os("CI").is_none(), "CI installs Chromium (.ci/run)");
+        eprintln!("no Chromium here: the page was not rendered");
+        return;
+    };
+    let page = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", out.path().join("chromium").display()))
+        .arg(format!("file://{}", report.join("report.html").display()))
+        .output()
+        .unwrap();
+    assert!(page.status.success(), "{}", String::from_utf8_lossy(&page.stderr));
+    let console: Vec<&str> =
+        std::str::from_utf8(&page.stderr).unwrap().lines().filter(|l| l.contains("CONSOLE")).collect();
+    assert!(console.is_empty(), "the page wrote to its console: {console:?}");
+    let dom = String::from_utf8(page.stdout).unwrap();
+    assert!(dom.contains("<svg") && dom.matches("<table>").count() >= 8, "{dom}");
+    let shown = shown_figures(&dom);
+    assert!(shown.len() > 50, "{} figures", shown.len());
+    for (design, column, value) in shown {
+        let want = csv_median(&csv, &design, &column);
+        assert!(
+            (value - want).abs() <= 1e-9 * want.abs().max(1.0),
+            "{design} {column}: the page shows {value}, the CSV {want}"
+        );
+    }
+}
+
+/// (design, CSV column, value) of every figure of the page's tables.
+fn shown_figures(dom: &str) -> Vec<(String, String, f64)> {
+    let row = regex::Regex::new(r"(?s)<tr>(.*?)</tr>").unwrap();
+    let design = regex::Regex::new(r"<th>([^<]*)</th>").unwrap();
+    let figure = regex::Regex::new(r#"data-column="([^"]+)" data-value="([^"]+)""#).unwrap();
+    let mut out = Vec::new();
+    for r in row.captures_iter(dom) {
+        let Some(d) = design.captures(&r[1]) else { continue };
+        for f in figure.captures_iter(&r[1]) {
+            out.push((d[1].to_owned(), f[1].to_owned(), f[2].parse().unwrap()));
+        }
+    }
+    out
+}
+
+/// The median over the rounds of `column` in `design`'s lines of `csv`.
+fn csv_median(csv: &str, design: &str, column: &str) -> f64 {
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let at = header.iter().position(|c| *c == column).unwrap_or_else(|| panic!("no column {column}"));
+    let mut values: Vec<f64> = lines
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|f| f[0] == design)
+        .map(|f| f[at].parse().unwrap())
+        .collect();
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 { values[n / 2] } else { f64::midpoint(values[n / 2 - 1], values[n / 2]) }
+}

@@ -28,6 +28,16 @@ pub struct Args {
     /// With --spec: keep the last round's databases (in --dir) for `cellar` to inspect.
     #[arg(long)]
     keep: bool,
+    /// With --spec: run the designs on a Bigtable endpoint (`cellar serve`,
+    /// Google's emulator; plaintext) instead of an embedded database.
+    #[arg(long, value_name = "HOST:PORT")]
+    endpoint: Option<String>,
+    /// With --endpoint: the project its tables go under.
+    #[arg(long, default_value = "lab")]
+    project: String,
+    /// With --endpoint: the instance its tables go under.
+    #[arg(long, default_value = "lab")]
+    instance: String,
     /// Balloons in the workload.
     #[arg(long, default_value_t = 10)]
     balloons: u32,
@@ -102,8 +112,8 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
     if let Some(path) = &args.spec {
         return run_spec(args, path, out);
     }
-    if args.entities.is_some() || args.duration.is_some() || args.keep {
-        return Err(Failure::Usage("--entities, --duration and --keep go with --spec".into()));
+    if args.entities.is_some() || args.duration.is_some() || args.keep || args.endpoint.is_some() {
+        return Err(Failure::Usage("--entities, --duration, --keep and --endpoint go with --spec".into()));
     }
     if args.balloons == 0 || args.days == 0 || args.balloons > 9000 {
         return Err(Failure::Usage("--balloons must be 1 to 9000 and --days at least 1".into()));
@@ -177,7 +187,10 @@ fn run_spec(args: &Args, path: &std::path::Path, out: &mut Out) -> Outcome {
     let spec = Spec::from_file(path).map_err(|e| Failure::Usage(e.to_string()))?.resized(args.entities, args.duration);
     let dir = args.dir.clone().unwrap_or_else(|| args.out.join("db"));
     let machine = lab::machine::describe(&dir);
-    let need = lab::measure::estimate_disk(&spec, args.keep);
+    if args.endpoint.is_some() && args.keep {
+        return Err(Failure::Usage("--keep keeps local databases; an endpoint's tables stay on it".into()));
+    }
+    let need = if args.endpoint.is_some() { 0 } else { lab::measure::estimate_disk(&spec, args.keep) };
     if let Some(free) = machine.free_bytes
         && need > free
     {
@@ -207,9 +220,22 @@ fn run_spec(args: &Args, path: &std::path::Path, out: &mut Out) -> Outcome {
     let bars = Bars::new();
     let mut progress =
         |s: Step<'_>| bars.show(&format!("round {} {} {}", s.round + 1, s.design, s.stage), s.done, s.total);
-    let open = lab::measure::open_local(&config);
-    let reports = lab::measure::run_spec(&config, "cellardb", &open, &mut progress)
-        .map_err(|e| Failure::Other(format!("the lab stopped; no report was written: {e}")))?;
+    let stopped = |e: cellardb::Error| Failure::Other(format!("the lab stopped; no report was written: {e}"));
+    let reports = match &args.endpoint {
+        None => {
+            let open = lab::measure::open_local(&config);
+            lab::measure::run_spec(&config, "cellardb", &open, &mut progress).map_err(stopped)?
+        }
+        Some(address) => {
+            let endpoint = lab::endpoint::Endpoint {
+                address: address.clone(),
+                project: args.project.clone(),
+                instance: args.instance.clone(),
+            };
+            let open = lab::endpoint::open_endpoint(&config, &endpoint).map_err(stopped)?;
+            lab::measure::run_spec(&config, &endpoint.name(), &open, &mut progress).map_err(stopped)?
+        }
+    };
     bars.finish();
     if !args.keep {
         let _ = std::fs::remove_dir(&dir);

@@ -137,3 +137,58 @@ fn csv_median(csv: &str, design: &str, column: &str) -> f64 {
     let n = values.len();
     if n % 2 == 1 { values[n / 2] } else { f64::midpoint(values[n / 2 - 1], values[n / 2]) }
 }
+
+/// `cellar lab --spec --endpoint`: every query of every shipped spec,
+/// through `cellar serve` started here, answers exactly what the generator
+/// says (the lab checks every run and stops at the first wrong answer);
+/// bytes are unknown through the Data API, and said so.
+#[test]
+fn every_query_of_the_shipped_specs_is_answered_exactly_through_cellar_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_cellar"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--dir"])
+        .arg(dir.path().join("served"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(server.stdout.take().unwrap()), &mut line).unwrap();
+    let addr = line.rsplit("BIGTABLE_EMULATOR_HOST=").next().unwrap().trim_end().trim_end_matches(')').to_owned();
+    let specs = concat!(env!("CARGO_MANIFEST_DIR"), "/../../specs");
+    let runs = [
+        ("balloons.toml", ["--entities", "3", "--duration", "8d"]),
+        ("server-metrics.toml", ["--entities", "6", "--duration", "2h"]),
+    ];
+    let mut outcome = Vec::new();
+    for (spec, size) in runs {
+        let o = Command::new(env!("CARGO_BIN_EXE_cellar"))
+            .args(["lab", "--spec", &format!("{specs}/{spec}"), "--endpoint", &addr, "--rounds", "1", "--samples", "6"])
+            .args(size)
+            .arg("--out")
+            .arg(dir.path().join(spec))
+            .output()
+            .unwrap();
+        outcome.push((spec, o));
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    for (spec, o) in outcome {
+        assert!(o.status.success(), "{spec}: {}", String::from_utf8_lossy(&o.stderr));
+        let stdout = String::from_utf8(o.stdout).unwrap();
+        assert!(stdout.contains(&format!("loaded into endpoint {addr}")), "{stdout}");
+        assert!(stdout.contains("| unknown |"), "bytes are unknown through an endpoint: {stdout}");
+    }
+    let unreachable = Command::new(env!("CARGO_BIN_EXE_cellar"))
+        .args(["lab", "--spec", &format!("{specs}/balloons.toml"), "--endpoint", "127.0.0.1:1", "--entities", "2"])
+        .arg("--out")
+        .arg(dir.path().join("unreachable"))
+        .output()
+        .unwrap();
+    assert_eq!(unreachable.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&unreachable.stderr);
+    assert!(
+        stderr.contains("cannot reach the endpoint 127.0.0.1:1") && stderr.contains("no report was written"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("unreachable/report.md").exists());
+}

@@ -24,6 +24,7 @@
 #[cfg(feature = "rocksdb")]
 pub mod baseline;
 pub mod design;
+pub mod endpoint;
 pub mod generator;
 pub mod machine;
 pub mod measure;

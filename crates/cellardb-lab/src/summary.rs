@@ -447,7 +447,7 @@ fn storage(reports: &[DesignReport]) -> Section {
         .into_iter()
         .map(|d| {
             let f = |col: &str, s: Option<Spread>, show_it: &dyn Fn(f64) -> String| {
-                (show(s, show_it), s.map(|s| (col.to_owned(), s.median)))
+                (s.map_or_else(|| "unknown".to_owned(), |s| s.show(show_it)), s.map(|s| (col.to_owned(), s.median)))
             };
             vec![
                 (d.to_owned(), None),

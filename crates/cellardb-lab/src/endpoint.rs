@@ -410,7 +410,7 @@ impl Merger {
                 self.family = f;
             }
             if let Some(q) = c.qualifier {
-                self.qualifier = q.into();
+                self.qualifier = q;
             }
             self.cells.push((self.family.clone(), self.qualifier.clone(), c.timestamp_micros, c.value.to_vec()));
         }

@@ -9,6 +9,7 @@
 
 use std::fmt::Write as _;
 
+use bytes::Bytes;
 use cellardb::Mutation;
 use regex::bytes::Regex;
 
@@ -18,13 +19,31 @@ use crate::spec::time::bucket_start;
 use crate::spec::{Cells, Design, Encoding, EntityField, Series, Shape, Spec};
 
 /// Writes events as a design's rows.
+///
+/// The lab must cost little beside the store it measures, so the writer
+/// keeps what repeats: each entity's part of the row key (the parts before
+/// the series or time), the text of the last instant of each time field,
+/// the series' names as shared bytes; a row key without the series is made
+/// once an event, and values are moved into their cells, not copied.
 pub struct RowWriter<'a> {
     spec: &'a Spec,
     design: &'a Design,
     /// The family of each series.
     family_of: Vec<&'a str>,
-    text: String,
+    /// The name of each series, for qualifiers that are the name alone.
+    names: Vec<Bytes>,
+    /// The row key's parts before its first series or time field.
+    entity_end: usize,
+    /// Each entity's text of those parts, once made (up to a million entities).
+    entity_keys: Vec<String>,
+    /// The qualifier, if it is literal text.
+    literal_qualifier: Option<Bytes>,
+    /// Per part of the row key, the last instant written and its text.
+    times: Vec<(i64, String)>,
 }
+
+/// Entities whose key parts the writer keeps, at most.
+const KEPT_ENTITY_KEYS: u32 = 1 << 20;
 
 impl<'a> RowWriter<'a> {
     /// A writer of `design`'s rows for `spec`'s events.
@@ -32,47 +51,139 @@ impl<'a> RowWriter<'a> {
         let family_of = (0..spec.data.series.len())
             .map(|s| design.families.iter().find(|f| f.series.contains(&s)).map_or("", |f| f.name.as_str()))
             .collect();
-        RowWriter { spec, design, family_of, text: String::new() }
+        let names = spec.data.series.iter().map(|s| Bytes::from(s.name.clone())).collect();
+        let parts = &design.row_key.parts;
+        let entity_end = parts
+            .iter()
+            .position(|p| matches!(p, Part::Field(Field::Series | Field::Time(_) | Field::Value)))
+            .unwrap_or(parts.len());
+        let literal_qualifier = match design.qualifier.parts.as_slice() {
+            [] => Some(Bytes::new()),
+            [Part::Literal(t)] => Some(Bytes::from(t.clone())),
+            _ => None,
+        };
+        RowWriter {
+            spec,
+            design,
+            family_of,
+            names,
+            entity_end,
+            entity_keys: Vec::new(),
+            literal_qualifier,
+            times: vec![(i64::MIN, String::new()); parts.len()],
+        }
     }
 
     /// The rows that record `e`, each with its mutations, in the order of
     /// the series (a row's first series places it).
     pub fn rows(&mut self, e: &Event) -> Vec<(String, Vec<Mutation>)> {
-        let mut rows: Vec<(String, Vec<Mutation>)> = Vec::new();
         let design = self.design;
         let row_time = design.bucket.map_or(e.time, |b| bucket_start(e.time, b));
+        let timestamp = cellardb::Timestamp::from(e.time);
         match &design.cells {
             Cells::PerEvent(encoding) => {
-                let key = self.render(&design.row_key, e, None, row_time);
-                let qualifier = self.render(&design.qualifier, e, None, e.time);
-                let value = encode(self.spec, *encoding, e);
-                let family = design.families[0].name.as_str();
-                rows.push((key, vec![Mutation::set_cell(family, qualifier, e.time, value)]));
+                let key = self.key(e, None, row_time);
+                let qualifier = self.qualifier(e, None);
+                let value = Bytes::from(encode(self.spec, *encoding, e));
+                let family = design.families[0].name.clone();
+                vec![(key, vec![Mutation::SetCell { family, qualifier, timestamp, value }])]
             }
             Cells::PerValue(value_template) => {
+                let series_in_key = design.row_key.has(|f| matches!(f, Field::Series));
+                let shared_key = (!series_in_key).then(|| self.key(e, None, row_time));
+                // A qualifier of the time alone is the same for every value of the event.
+                let shared_qualifier = (!design.qualifier.has(|f| matches!(f, Field::Series | Field::Value)))
+                    .then(|| self.qualifier(e, None));
+                let mut rows: Vec<(String, Vec<Mutation>)> =
+                    Vec::with_capacity(if series_in_key { e.values.len() } else { 1 });
                 for (s, v) in e.values.iter().enumerate() {
                     if *v == Value::Absent {
                         continue;
                     }
-                    let key = self.render(&design.row_key, e, Some(s), row_time);
-                    let qualifier = self.render(&design.qualifier, e, Some(s), e.time);
-                    let value = self.render(value_template, e, Some(s), e.time);
-                    let cell = Mutation::set_cell(self.family_of[s], qualifier, e.time, value);
-                    match rows.iter_mut().find(|(k, _)| *k == key) {
-                        Some((_, cells)) => cells.push(cell),
-                        None => rows.push((key, vec![cell])),
+                    let qualifier = match &shared_qualifier {
+                        Some(q) => q.clone(),
+                        None => self.qualifier(e, Some(s)),
+                    };
+                    let value = match value_template.parts.as_slice() {
+                        [] => Bytes::new(),
+                        [Part::Field(Field::Value)] => {
+                            let mut text = String::new();
+                            value_text(&self.spec.data.series[s], v, &mut text);
+                            Bytes::from(text)
+                        }
+                        _ => {
+                            let mut text = String::new();
+                            write_template(self.spec, value_template, e.entity, Some(s), Some(e), e.time, &mut text);
+                            Bytes::from(text)
+                        }
+                    };
+                    let family = self.family_of[s].to_owned();
+                    let cell = Mutation::SetCell { family, qualifier, timestamp, value };
+                    match &shared_key {
+                        Some(key) => match rows.first_mut() {
+                            Some((_, cells)) => cells.push(cell),
+                            None => rows.push((key.clone(), vec![cell])),
+                        },
+                        None => {
+                            let key = self.key(e, Some(s), row_time);
+                            match rows.iter_mut().find(|(k, _)| *k == key) {
+                                Some((_, cells)) => cells.push(cell),
+                                None => rows.push((key, vec![cell])),
+                            }
+                        }
                     }
                 }
+                rows
             }
         }
-        rows
     }
 
-    /// `template` for event `e`, series `series`, with `time` for its time field.
-    fn render(&mut self, template: &Template, e: &Event, series: Option<usize>, time: i64) -> String {
-        self.text.clear();
-        write_template(self.spec, template, e.entity, series, Some(e), time, &mut self.text);
-        self.text.clone()
+    /// The row key of `e` (for series `series`), its time `time`.
+    fn key(&mut self, e: &Event, series: Option<usize>, time: i64) -> String {
+        let spec = self.spec;
+        let parts = &self.design.row_key.parts;
+        let mut out = String::with_capacity(48);
+        if e.entity < KEPT_ENTITY_KEYS {
+            let i = e.entity as usize;
+            if self.entity_keys.len() <= i {
+                self.entity_keys.resize(i + 1, String::new());
+            }
+            if self.entity_keys[i].is_empty() && self.entity_end > 0 {
+                let mut text = String::new();
+                write_parts(spec, &parts[..self.entity_end], e.entity, series, Some(e), time, &mut text);
+                self.entity_keys[i] = text;
+            }
+            out.push_str(&self.entity_keys[i]);
+        } else {
+            write_parts(spec, &parts[..self.entity_end], e.entity, series, Some(e), time, &mut out);
+        }
+        for (i, part) in parts.iter().enumerate().skip(self.entity_end) {
+            if let Part::Field(Field::Time(format)) = part {
+                let (last, text) = &mut self.times[i];
+                if *last != time {
+                    text.clear();
+                    format.write(time, text);
+                    *last = time;
+                }
+                out.push_str(text);
+            } else {
+                write_parts(spec, std::slice::from_ref(part), e.entity, series, Some(e), time, &mut out);
+            }
+        }
+        out
+    }
+
+    /// The qualifier of `e`'s cell (of series `series`).
+    fn qualifier(&self, e: &Event, series: Option<usize>) -> Bytes {
+        if let Some(q) = &self.literal_qualifier {
+            return q.clone();
+        }
+        if let (Some(s), [Part::Field(Field::Series)]) = (series, self.design.qualifier.parts.as_slice()) {
+            return self.names[s].clone();
+        }
+        let mut text = String::new();
+        write_template(self.spec, &self.design.qualifier, e.entity, series, Some(e), e.time, &mut text);
+        Bytes::from(text)
     }
 }
 
@@ -88,7 +199,19 @@ pub fn write_template(
     time: i64,
     out: &mut String,
 ) {
-    for part in &template.parts {
+    write_parts(spec, &template.parts, entity, series, event, time, out);
+}
+
+fn write_parts(
+    spec: &Spec,
+    parts: &[Part],
+    entity: u32,
+    series: Option<usize>,
+    event: Option<&Event>,
+    time: i64,
+    out: &mut String,
+) {
+    for part in parts {
         match part {
             Part::Literal(t) => out.push_str(t),
             Part::Field(Field::Entity(i)) => entity_field(spec, &spec.data.entities.fields[*i].1, entity, out),
@@ -184,8 +307,10 @@ pub fn encode(spec: &Spec, encoding: Encoding, e: &Event) -> Vec<u8> {
                 if text.len() > 1 {
                     text.push(',');
                 }
-                text.push_str(&serde_json::to_string(&s.name).unwrap_or_default());
-                text.push(':');
+                // Series names hold no quote, backslash or control character.
+                text.push('"');
+                text.push_str(&s.name);
+                text.push_str("\":");
                 let mut shown = String::new();
                 value_text(s, v, &mut shown);
                 if s.shape.is_numeric() {

@@ -579,8 +579,11 @@ fn resolve_series(field: &str, raw: &Spanned<RawSeries>, start: i64, end: i64, c
         return Err((place("decimals"), "decimals (0 to 6) are for random walks and counters".into()));
     }
     let name = s.name.clone();
-    if name.is_empty() || name.contains(['{', '}', '"', '\\']) {
-        return Err((place("name"), "a series name is not empty and has no braces, quotes or backslashes".into()));
+    if name.is_empty() || name.contains(['{', '}', '"', '\\']) || name.chars().any(char::is_control) {
+        return Err((
+            place("name"),
+            "a series name is not empty and has no braces, quotes, backslashes or control characters".into(),
+        ));
     }
     Ok(Series {
         name,

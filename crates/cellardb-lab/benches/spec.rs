@@ -1,0 +1,134 @@
+//! The lab's own cost, which must never be what it measures:
+//!
+//! - `generate/*`: the generator alone (values in arrival order), and with
+//!   each design's rows made of the events, in cells per second on one core;
+//! - `load/*`: a spec's events loaded through the lab (generated, made into
+//!   rows and written as the lab writes them) against the same rows written
+//!   straight through the API from memory, made before the timing.
+//!
+//! ```text
+//! cargo bench -p cellardb-lab --bench spec
+//! ```
+
+use std::hint::black_box;
+
+use cellardb::{Db, Mutation, Options, Table};
+use cellardb_lab::design::RowWriter;
+use cellardb_lab::generator::{Arrivals, Value};
+use cellardb_lab::spec::{SERVER_METRICS, Spec};
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+
+/// The specs the bench runs: the balloons at 10 × 1 day and the server
+/// metrics at 100 hosts × 2 hours (about 100k and 72k events).
+fn specs() -> Vec<Spec> {
+    vec![
+        Spec::balloons().resized(Some(10), Some(86_400_000_000)),
+        Spec::parse(SERVER_METRICS, "server-metrics").expect("the shipped spec").resized(Some(100), None),
+    ]
+}
+
+fn values(spec: &Spec) -> u64 {
+    let mut n = 0;
+    let mut events = Arrivals::new(spec);
+    while let Some(e) = events.next() {
+        n += e.values.iter().filter(|v| **v != Value::Absent).count() as u64;
+    }
+    n
+}
+
+fn generate(c: &mut Criterion) {
+    let mut group = c.benchmark_group("generate");
+    group.sample_size(10);
+    for spec in specs() {
+        group.throughput(Throughput::Elements(values(&spec)));
+        group.bench_function(format!("{}/values", spec.name), |b| {
+            b.iter(|| {
+                let mut events = Arrivals::new(&spec);
+                while let Some(e) = events.next() {
+                    black_box(e);
+                }
+            });
+        });
+        for design in &spec.designs {
+            let cells: u64 = {
+                let mut w = RowWriter::new(&spec, design);
+                let mut events = Arrivals::new(&spec);
+                let mut n = 0;
+                while let Some(e) = events.next() {
+                    n += w.rows(e).iter().map(|(_, m)| m.len() as u64).sum::<u64>();
+                }
+                n
+            };
+            group.throughput(Throughput::Elements(cells));
+            group.bench_function(format!("{}/rows/{}", spec.name, design.name), |b| {
+                b.iter(|| {
+                    let mut w = RowWriter::new(&spec, design);
+                    let mut events = Arrivals::new(&spec);
+                    while let Some(e) = events.next() {
+                        black_box(w.rows(e));
+                    }
+                });
+            });
+        }
+    }
+    group.finish();
+}
+
+fn open(dir: &std::path::Path, spec: &Spec, design: &cellardb_lab::spec::Design) -> (Db, Table) {
+    let db = Options::default().open(dir).expect("open");
+    let families = design.families.iter().map(|f| (f.name.as_str(), f.rule.clone()));
+    let table = db.create_table(&spec.name, families).expect("create");
+    (db, table)
+}
+
+fn load(c: &mut Criterion) {
+    let mut group = c.benchmark_group("load");
+    group.sample_size(10);
+    for spec in specs() {
+        // The design with the most cells per event, where the lab's share is largest.
+        let design = spec
+            .designs
+            .iter()
+            .find(|d| d.name == "single-ts-unserialized" || d.name == "report-rows")
+            .expect("a design of a cell per value");
+        let mut events: Vec<Vec<(String, Vec<Mutation>)>> = Vec::new();
+        let mut w = RowWriter::new(&spec, design);
+        let mut arrivals = Arrivals::new(&spec);
+        while let Some(e) = arrivals.next() {
+            events.push(w.rows(e));
+        }
+        group.throughput(Throughput::Elements(events.len() as u64));
+        group.bench_function(format!("{}/{}/through-the-lab", spec.name, design.name), |b| {
+            b.iter_batched(
+                || tempfile::tempdir().expect("tempdir"),
+                |dir| {
+                    let (db, table) = open(dir.path(), &spec, design);
+                    let mut w = RowWriter::new(&spec, design);
+                    let mut arrivals = Arrivals::new(&spec);
+                    while let Some(e) = arrivals.next() {
+                        table.mutate_rows(w.rows(e)).into_iter().collect::<cellardb::Result<()>>().expect("write");
+                    }
+                    db.close().expect("close");
+                },
+                BatchSize::PerIteration,
+            );
+        });
+        group.bench_function(format!("{}/{}/straight", spec.name, design.name), |b| {
+            b.iter_batched(
+                || (tempfile::tempdir().expect("tempdir"), events.clone()),
+                |(dir, events)| {
+                    let (db, table) = open(dir.path(), &spec, design);
+                    for rows in events {
+                        table.mutate_rows(rows).into_iter().collect::<cellardb::Result<()>>().expect("write");
+                    }
+                    db.close().expect("close");
+                },
+                BatchSize::PerIteration,
+            );
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, generate, load);
+criterion_main!(benches);

@@ -90,7 +90,7 @@ impl<'a> RowWriter<'a> {
             }
             Cells::PerValue(value_template) => {
                 let series_in_key = design.row_key.has(|f| matches!(f, Field::Series));
-                let shared_key = (!series_in_key).then(|| self.key(e, None, row_time));
+                let mut shared_key = (!series_in_key).then(|| self.key(e, None, row_time));
                 // A qualifier of the time alone is the same for every value of the event.
                 let shared_qualifier = (!design.qualifier.has(|f| matches!(f, Field::Series | Field::Value)))
                     .then(|| self.qualifier(e, None));
@@ -119,18 +119,17 @@ impl<'a> RowWriter<'a> {
                     };
                     let family = self.family_of[s].to_owned();
                     let cell = Mutation::SetCell { family, qualifier, timestamp, value };
-                    match &shared_key {
-                        Some(key) => match rows.first_mut() {
-                            Some((_, cells)) => cells.push(cell),
-                            None => rows.push((key.clone(), vec![cell])),
-                        },
-                        None => {
-                            let key = self.key(e, Some(s), row_time);
-                            match rows.iter_mut().find(|(k, _)| *k == key) {
-                                Some((_, cells)) => cells.push(cell),
-                                None => rows.push((key, vec![cell])),
-                            }
+                    if series_in_key {
+                        let key = self.key(e, Some(s), row_time);
+                        if let Some((_, cells)) = rows.iter_mut().find(|(k, _)| *k == key) {
+                            cells.push(cell);
+                        } else {
+                            rows.push((key, vec![cell]));
                         }
+                    } else if let Some((_, cells)) = rows.first_mut() {
+                        cells.push(cell);
+                    } else {
+                        rows.push((shared_key.take().unwrap_or_default(), vec![cell]));
                     }
                 }
                 rows
@@ -257,14 +256,31 @@ pub fn value_text(series: &Series, v: &Value, out: &mut String) {
 }
 
 fn write_decimal(v: i64, decimals: u32, out: &mut String) {
+    if v < 0 {
+        out.push('-');
+    }
+    let a = v.unsigned_abs();
     if decimals == 0 {
-        let _ = write!(out, "{v}");
+        push_digits(a, 1, out);
         return;
     }
     let scale = 10u64.pow(decimals);
-    let sign = if v < 0 { "-" } else { "" };
-    let a = v.unsigned_abs();
-    let _ = write!(out, "{sign}{}.{:0width$}", a / scale, a % scale, width = decimals as usize);
+    push_digits(a / scale, 1, out);
+    out.push('.');
+    push_digits(a % scale, decimals as usize, out);
+}
+
+/// Appends `n` in decimal, zero-padded to `width` digits (the values of
+/// every cell pass here: `write!` costs several times as much).
+fn push_digits(mut n: u64, width: usize, out: &mut String) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    while n > 0 || digits.len() - at < width {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 /// Event `e` serialized in `encoding`.

@@ -25,6 +25,9 @@ pub struct Args {
     /// spec's duration (`7d`, `2h`).
     #[arg(long, value_parser = parse_duration)]
     duration: Option<i64>,
+    /// With --spec: only these designs, comma-separated (default: every one).
+    #[arg(long, value_delimiter = ',')]
+    designs: Vec<String>,
     /// With --spec: keep the last round's databases (in --dir) for `cellar` to inspect.
     #[arg(long)]
     keep: bool,
@@ -112,8 +115,13 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
     if let Some(path) = &args.spec {
         return run_spec(args, path, out);
     }
-    if args.entities.is_some() || args.duration.is_some() || args.keep || args.endpoint.is_some() {
-        return Err(Failure::Usage("--entities, --duration, --keep and --endpoint go with --spec".into()));
+    if args.entities.is_some()
+        || args.duration.is_some()
+        || args.keep
+        || args.endpoint.is_some()
+        || !args.designs.is_empty()
+    {
+        return Err(Failure::Usage("--entities, --duration, --designs, --keep and --endpoint go with --spec".into()));
     }
     if args.balloons == 0 || args.days == 0 || args.balloons > 9000 {
         return Err(Failure::Usage("--balloons must be 1 to 9000 and --days at least 1".into()));
@@ -174,7 +182,9 @@ fn write_report(
 
 /// `cellar lab --spec FILE`: every design of the spec, in rounds, and a
 /// report of HTML, markdown and CSV.
-fn run_spec(args: &Args, path: &std::path::Path, out: &mut Out) -> Outcome {
+/// The spec in `path`, resized and cut to the designs `args` name, once
+/// the arguments that go with it are checked.
+fn read_spec(args: &Args, path: &std::path::Path) -> Result<Spec, Failure> {
     if !args.patterns.is_empty() {
         return Err(Failure::Usage("--patterns is for the balloon lab; a spec names its own designs".into()));
     }
@@ -184,7 +194,24 @@ fn run_spec(args: &Args, path: &std::path::Path, out: &mut Out) -> Outcome {
     if args.entities == Some(0) {
         return Err(Failure::Usage("--entities must be at least 1".into()));
     }
-    let spec = Spec::from_file(path).map_err(|e| Failure::Usage(e.to_string()))?.resized(args.entities, args.duration);
+    let mut spec =
+        Spec::from_file(path).map_err(|e| Failure::Usage(e.to_string()))?.resized(args.entities, args.duration);
+    if !args.designs.is_empty() {
+        if let Some(unknown) = args.designs.iter().find(|d| spec.design(d).is_none()) {
+            let names: Vec<&str> = spec.designs.iter().map(|d| d.name.as_str()).collect();
+            return Err(Failure::Usage(format!(
+                "--designs: {} has no design {unknown:?}; it has {}",
+                path.display(),
+                names.join(", ")
+            )));
+        }
+        spec.designs.retain(|d| args.designs.contains(&d.name));
+    }
+    Ok(spec)
+}
+
+fn run_spec(args: &Args, path: &std::path::Path, out: &mut Out) -> Outcome {
+    let spec = read_spec(args, path)?;
     let dir = args.dir.clone().unwrap_or_else(|| args.out.join("db"));
     let machine = lab::machine::describe(&dir);
     if args.endpoint.is_some() && args.keep {

@@ -192,3 +192,38 @@ fn every_query_of_the_shipped_specs_is_answered_exactly_through_cellar_serve() {
     );
     assert!(!dir.path().join("unreachable/report.md").exists());
 }
+
+/// A spec with a mistake, an unknown design, or one that would not fit on
+/// the disk is refused with one error, and nothing is written.
+#[test]
+fn a_bad_spec_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../specs/balloons.toml")).unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, good.replacen("cadence = \"1m\"", "cadence = \"0m\"", 1)).unwrap();
+    let line = good[..good.find("cadence = \"1m\"").unwrap()].matches('\n').count() + 1;
+    let lab = |spec: &std::path::Path, extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_cellar"))
+            .args(["lab", "--spec"])
+            .arg(spec)
+            .args(extra)
+            .arg("--out")
+            .arg(dir.path().join("report"))
+            .output()
+            .unwrap()
+    };
+    let o = lab(&bad, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains(&format!("bad.toml:{line}:")) && stderr.contains("data.cadence"), "{stderr}");
+    let good_path = dir.path().join("good.toml");
+    std::fs::write(&good_path, &good).unwrap();
+    let o = lab(&good_path, &["--designs", "bucket-new-cell,wide-and-tall"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no design \"wide-and-tall\""));
+    let o = lab(&good_path, &["--entities", "4000000000"]);
+    assert_eq!(o.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("the spec would write about") && stderr.contains("nothing was written"), "{stderr}");
+    assert!(!dir.path().join("report").exists(), "nothing was written");
+}

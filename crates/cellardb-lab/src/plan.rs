@@ -32,7 +32,7 @@ use std::collections::HashSet;
 use cellardb::{Filter, Result, RowRange, RowSet, Table, TimeRange};
 
 use crate::design::{CellReader, Measurement, measurements, write_template};
-use crate::generator::{entity_events, instants_count};
+use crate::generator::{instants_count, walk_entity};
 use crate::spec::template::{Field, Part};
 use crate::spec::time::{self, bucket_start};
 use crate::spec::{Cells, Data, Design, EntityField, QueryShape, QuerySpec, Spec};
@@ -545,19 +545,18 @@ impl Copied {
     }
 }
 
-/// What the client makes of the cells its reads returned: the
-/// measurements the query asks for, sorted.
+/// What the client makes of the cells its reads returned (read back by
+/// `reader`, the design's): the measurements the query asks for, sorted.
 ///
 /// # Errors
 /// A message if a cell is not one the design writes.
 pub fn answer(
     spec: &Spec,
-    design: &Design,
+    reader: &CellReader<'_>,
     q: &QuerySpec,
     p: &Params,
     cells: &Copied,
 ) -> std::result::Result<Vec<Measurement>, String> {
-    let reader = CellReader::new(spec, design);
     let mut got = Vec::new();
     for (row, family, qualifier, timestamp, value) in &cells.cells {
         reader.read(row, family, qualifier, *timestamp, value, &mut got)?;
@@ -571,17 +570,16 @@ pub fn expected(spec: &Spec, q: &QuerySpec, p: &Params) -> Vec<Measurement> {
     let one_entity = !q.kind.is_cross_entity();
     let entities = if one_entity { p.entity..p.entity + 1 } else { 0..spec.data.entities.count };
     for e in entities {
-        let mut newest = None;
-        for event in entity_events(spec, e).take_while(|ev| ev.time < p.to) {
+        let mut newest = Vec::new();
+        walk_entity(spec, e, p.to, &mut |event| {
             if matches!(q.kind, QueryShape::Latest) {
-                newest = Some(event);
+                newest.clear();
+                measurements(spec, event, &mut newest);
             } else if event.time >= p.from {
-                measurements(spec, &event, &mut all);
+                measurements(spec, event, &mut all);
             }
-        }
-        if let Some(event) = newest {
-            measurements(spec, &event, &mut all);
-        }
+        });
+        all.append(&mut newest);
     }
     keep(spec, q, p, all)
 }

@@ -513,7 +513,7 @@ pub fn html(spec: &Spec, reports: &[DesignReport], config: &SpecConfig, machine:
          <style>body{{font-family:system-ui,sans-serif;max-width:70em;margin:2em auto;padding:0 1em;color:#222}}\
          table{{border-collapse:collapse;margin:1em 0}}th,td{{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}}\
          thead th{{background:#f3f3f3}}td[data-value]{{text-align:right;font-variant-numeric:tabular-nums}}\
-         code{{background:#f3f3f3;padding:0 .2em}}figure{{margin:1em 0}}</style>\n</head>\n<body>\n<h1><code>{0}</code>: which key design?</h1>\n",
+         code{{background:#f3f3f3;padding:0 .2em}}figure{{margin:1em 0}}figure svg{{max-width:100%;height:auto}}</style>\n</head>\n<body>\n<h1><code>{0}</code>: which key design?</h1>\n",
         html_text(&spec.name)
     );
     for s in sections(spec, reports, config, machine) {

@@ -1,25 +1,41 @@
 //! # cellardb-lab
 //!
-//! The schema-pattern lab: Bigtable's time-series schema guide turned into
-//! measurements on this machine, with [cellardb] as the store.
+//! The schema lab: what Bigtable key designs cost for a user's own data,
+//! measured on this machine with [cellardb] as the store, or on any
+//! Bigtable endpoint.
 //!
-//! - [`workload`]: the weather-balloon data set, exact to the byte
+//! For a schema spec (`cellar lab --spec`, `docs/lab.md`):
+//!
+//! - [`spec`]: the TOML spec (the data, the key designs, the queries),
+//!   checked into a [`spec::Spec`], every mistake one error with its file,
+//!   line and field;
+//! - [`generator`]: the spec's data, deterministic from its seed, streamed;
+//! - [`design`]: an event written as a design's rows, and a cell read back;
+//! - [`plan`]: each query's reads in a design, natural and tuned, and the
+//!   answer it must give;
+//! - [`measure`]: the runner (designs in rounds, queries timed and checked)
+//!   over a [`measure::Store`]: cellardb here, or a Bigtable endpoint
+//!   ([`endpoint`]);
+//! - [`summary`]: the report, as HTML, markdown and CSV, with verdicts and
+//!   a recommendation.
+//!
+//! The weather-balloon lab (`cellar lab` without a spec), kept for its
+//! comparison with RocksDB:
+//!
+//! - [`workload`]: the balloon data set, exact to the byte
 //!   (`docs/workload.md`), and the schema patterns that write it.
-//! - [`queries`]: the five queries of the workload, planned per pattern in
-//!   the form a user writes first and in the tuned form, and checked
-//!   against the generator.
-//! - [`run_pattern`]: loads the workload in one pattern, flushes and fully
-//!   compacts it, measures ingest, bytes and each query;
-//!   [`run_rounds`] repeats that for each engine, interleaved: each
-//!   pattern loaded in each engine, then every query run on each in turn.
-//! - [`report`]: what a report states, as markdown, CSV and SVG charts
-//!   ([`svg`]), with the machine it ran on ([`machine`]).
+//! - [`queries`]: its five queries, planned per pattern in the form a user
+//!   writes first and in the tuned form, and checked against the generator.
+//! - [`run_pattern`], [`run_rounds`]: load, flush, compact and query each
+//!   pattern in each engine, interleaved.
+//! - [`report`]: its report, as markdown, CSV and SVG charts ([`svg`]),
+//!   with the machine it ran on ([`machine`]).
 //! - `baseline` (feature `rocksdb`): RocksDB holding the same cells under
 //!   the standard cell key, run through the same plans.
 //!
-//! `cellar lab` is the command; `docs/schema-patterns.md` reads the figures.
-//! None of this is part of the engine: an application that embeds
-//! `cellardb` does not compile it.
+//! `docs/schema-patterns.md` reads the balloon figures. None of this is
+//! part of the engine: an application that embeds `cellardb` does not
+//! compile it.
 
 #[cfg(feature = "rocksdb")]
 pub mod baseline;

@@ -207,6 +207,7 @@ fn read_spec(args: &Args, path: &std::path::Path) -> Result<Spec, Failure> {
         }
         spec.designs.retain(|d| args.designs.contains(&d.name));
     }
+    spec.check_size().map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
     Ok(spec)
 }
 

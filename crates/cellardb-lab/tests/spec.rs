@@ -215,3 +215,16 @@ fn every_kind_of_mistake_is_one_error_naming_the_file_line_and_field() {
     let missing = Spec::from_file(std::path::Path::new("no/such/spec.toml")).unwrap_err();
     assert!(missing.to_string().starts_with("no/such/spec.toml: cannot read it"), "{missing}");
 }
+
+/// A spec resized past what its designs handle is caught: the week's
+/// number stops sorting at the turn of the year (so the newest row is no
+/// longer the last), and repeats after a year.
+#[test]
+fn a_run_longer_than_a_design_handles_is_caught() {
+    let days = |n: i64| Spec::balloons().resized(Some(3), Some(n * 86_400_000_000)).check_size();
+    assert_eq!(days(300), Ok(()), "2021-03-01 to 2021-12-26: week09 to week51");
+    let e = days(320).unwrap_err();
+    assert!(e.contains("bucket-new-column") && e.contains("does not sort"), "{e}");
+    let e = days(400).unwrap_err();
+    assert!(e.contains("bucket-new-column") && e.contains("week%V"), "{e}");
+}

@@ -382,8 +382,8 @@ impl Spec {
     }
 
     /// The spec with `entities` entities and data lasting `duration` µs from
-    /// its start (series that start or end inside the data keep their
-    /// offsets from its start and end).
+    /// its start (a series that ends before the data's end keeps its end,
+    /// cut at the new one). Check the result with [`Spec::check_size`].
     #[must_use]
     pub fn resized(mut self, entities: Option<u32>, duration: Option<i64>) -> Spec {
         if let Some(n) = entities {
@@ -397,6 +397,34 @@ impl Spec {
             self.data.end = new_end;
         }
         self
+    }
+
+    /// Whether every design still tells its rows apart, and answers every
+    /// query, at this spec's size (after [`Spec::resized`]: a week's number
+    /// repeats after a year, a bucket's format may not tell every bucket of
+    /// a longer run apart).
+    ///
+    /// # Errors
+    /// What no longer holds, naming the design.
+    pub fn check_size(&self) -> Result<(), String> {
+        for d in &self.designs {
+            if let Some(format) = d.row_key.time_format()
+                && let Some(t) = first_collision(format, d.bucket.unwrap_or(self.data.tick), &self.data)
+            {
+                return Err(format!(
+                    "design {:?}: its time format {:?} writes {:?} for two rows of this run (at {}): run it shorter",
+                    d.name,
+                    format.as_str(),
+                    format.show(t),
+                    time::show_instant(t)
+                ));
+            }
+            for q in &self.queries {
+                crate::plan::can_answer(d, &q.kind, &self.data)
+                    .map_err(|why| format!("design {:?} cannot answer query {:?}: {why}", d.name, q.name))?;
+            }
+        }
+        Ok(())
     }
 
     /// The design named `name`.
@@ -873,10 +901,10 @@ fn check_layout(field: &str, raw: &Spanned<RawDesign>, d: &Design, data: &Data) 
                     "row_key",
                     &r.row_key,
                     format!(
-                        "its time format {:?} writes {:?} for two {} apart (at {}): it must tell apart every {} of the data",
+                        "its time format {:?} writes {:?} for two rows (the {} from {} and a later one): it must tell apart every {} of the data",
                         format.as_str(),
                         format.show(t),
-                        time::show_duration(unit),
+                        if d.bucket.is_some() { "bucket" } else { "instant" },
                         time::show_instant(t),
                         if d.bucket.is_some() { "bucket" } else { "instant" }
                     ),
@@ -893,17 +921,19 @@ fn check_layout(field: &str, raw: &Spanned<RawDesign>, d: &Design, data: &Data) 
     Ok(())
 }
 
-/// The first bucket start (of the buckets of `unit` in the data) whose text
-/// in `format` is the same as the next bucket's: every bucket of data with
-/// up to a million of them, else a million pairs spread evenly.
+/// A bucket start (of the buckets of `unit` in the data) whose text in
+/// `format` another bucket's text repeats: every bucket is compared with
+/// every other up to two million of them; past that, each with the next
+/// at two million places spread evenly.
 fn first_collision(format: &TimeFormat, unit: i64, data: &Data) -> Option<i64> {
     let first = time::bucket_start(data.start, unit);
     let buckets = (data.end - first + unit - 1) / unit;
-    let stride = (buckets / 1_000_000).max(1);
-    (0..buckets - 1)
-        .step_by(usize::try_from(stride).unwrap_or(1))
-        .map(|k| first + k * unit)
-        .find(|&t| format.show(t) == format.show(t + unit))
+    if buckets <= 2_000_000 {
+        let mut seen = std::collections::HashMap::new();
+        return (0..buckets).map(|k| first + k * unit).find_map(|t| seen.insert(format.show(t), t));
+    }
+    let stride = usize::try_from(buckets / 2_000_000).unwrap_or(1).max(1);
+    (0..buckets - 1).step_by(stride).map(|k| first + k * unit).find(|&t| format.show(t) == format.show(t + unit))
 }
 
 fn resolve_query(field: &str, raw: &Spanned<RawQuery>, data: &Data) -> Checked<QuerySpec> {

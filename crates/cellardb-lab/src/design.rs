@@ -349,7 +349,8 @@ fn put_bytes(out: &mut Vec<u8>, field: u64, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+/// Appends `v` as a protocol-buffer varint (LEB128).
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v & 0x7f) as u8 | 0x80);
         v >>= 7;
@@ -357,7 +358,8 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push((v & 0x7f) as u8);
 }
 
-fn read_varint(bytes: &[u8]) -> Option<(u64, &[u8])> {
+/// A protocol-buffer varint at the start of `bytes`, and the bytes after it.
+pub(crate) fn read_varint(bytes: &[u8]) -> Option<(u64, &[u8])> {
     let mut v = 0u64;
     for (i, &b) in bytes.iter().enumerate().take(10) {
         v |= u64::from(b & 0x7f) << (7 * i);

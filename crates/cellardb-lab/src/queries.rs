@@ -96,24 +96,7 @@ impl QueryKind {
     }
 }
 
-/// How a query is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Form {
-    /// What a Bigtable user writes first.
-    Natural,
-    /// What the time-series guide's advice leads to.
-    Tuned,
-}
-
-impl Form {
-    /// `natural` or `tuned`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Form::Natural => "natural",
-            Form::Tuned => "tuned",
-        }
-    }
-}
+pub use crate::plan::Form;
 
 /// One query with its parameters. Weeks, hours and minutes count from the
 /// workload's start (a Monday, so week `k` is ISO week 9 + `k`).

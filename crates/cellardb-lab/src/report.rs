@@ -165,7 +165,7 @@ fn ratio_over_rounds(
 }
 
 /// A latency in the unit that reads best.
-fn latency(d: std::time::Duration) -> String {
+pub(crate) fn latency(d: std::time::Duration) -> String {
     let us = micros(d);
     if us < 1000.0 {
         format!("{us:.0} µs")

@@ -68,16 +68,9 @@ fn ratio(reports: &[DesignReport], (a, fa): (&str, Figure<'_>), (b, fb): (&str, 
     Spread::of(values)
 }
 
-/// A latency in the unit that reads best.
-pub fn latency(seconds: f64) -> String {
-    let us = seconds * 1e6;
-    if us < 1000.0 {
-        format!("{us:.0} µs")
-    } else if us < 1e6 {
-        format!("{:.2} ms", us / 1000.0)
-    } else {
-        format!("{:.2} s", us / 1e6)
-    }
+/// A latency of `seconds` in the unit that reads best.
+fn latency(seconds: f64) -> String {
+    crate::report::latency(std::time::Duration::from_secs_f64(seconds))
 }
 
 fn times(x: f64) -> String {

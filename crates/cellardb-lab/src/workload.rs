@@ -11,6 +11,8 @@ use std::fmt::Write as _;
 
 use cellardb::Mutation;
 
+use crate::design::{put_varint, read_varint};
+
 /// `2021-03-01T00:00:00Z` in microseconds since the epoch.
 pub const START_MICROS: i64 = 1_614_556_800_000_000;
 const MINUTE_MICROS: i64 = 60_000_000;
@@ -268,27 +270,6 @@ pub fn decode_blob(blob: &[u8]) -> Option<[i32; 4]> {
         };
     }
     rest.is_empty().then_some(values)
-}
-
-/// Appends `v` as a protocol-buffer varint (LEB128).
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v & 0x7f) as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push((v & 0x7f) as u8);
-}
-
-/// A protocol-buffer varint at the start of `bytes`, and the bytes after it.
-fn read_varint(bytes: &[u8]) -> Option<(u64, &[u8])> {
-    let mut v = 0u64;
-    for (i, &b) in bytes.iter().enumerate().take(10) {
-        v |= u64::from(b & 0x7f) << (7 * i);
-        if b & 0x80 == 0 {
-            return Some((v, &bytes[i + 1..]));
-        }
-    }
-    None
 }
 
 /// (year, month, day) of day `z` since 1970-01-01, proleptic Gregorian

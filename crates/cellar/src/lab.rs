@@ -231,8 +231,9 @@ fn run_spec(args: &Args, path: &std::path::Path, out: &mut Out) -> Outcome {
             free as f64 / 1e9
         )));
     }
-    for d in [&args.out, &dir] {
-        std::fs::create_dir_all(d).map_err(|e| Failure::Other(format!("cannot create {}: {e}", d.display())))?;
+    // An endpoint's tables live on it: only a local run makes databases here.
+    if args.endpoint.is_none() {
+        std::fs::create_dir_all(&dir).map_err(|e| Failure::Other(format!("cannot create {}: {e}", dir.display())))?;
     }
     let options =
         Options::default().durability(args.durability).block_size(args.block_size).compression(args.compression);
@@ -265,10 +266,12 @@ fn run_spec(args: &Args, path: &std::path::Path, out: &mut Out) -> Outcome {
         }
     };
     bars.finish();
-    if !args.keep {
+    if !args.keep && args.endpoint.is_none() {
         let _ = std::fs::remove_dir(&dir);
     }
     let spec = &config.spec;
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| Failure::Other(format!("cannot create {}: {e}", args.out.display())))?;
     let write = |name: &str, text: &str| {
         let path = args.out.join(name);
         std::fs::write(&path, text).map_err(|e| Failure::Other(format!("cannot write {}: {e}", path.display())))

@@ -190,7 +190,24 @@ fn every_query_of_the_shipped_specs_is_answered_exactly_through_cellar_serve() {
         stderr.contains("cannot reach the endpoint 127.0.0.1:1") && stderr.contains("no report was written"),
         "{stderr}"
     );
-    assert!(!dir.path().join("unreachable/report.md").exists());
+    assert!(!dir.path().join("unreachable").exists(), "nothing is written for a run that did not finish");
+    // Cloud Bigtable (port 443) wants application-default credentials;
+    // with none, the run stops before any call, saying so.
+    let home = dir.path().join("home");
+    let cloud = Command::new(env!("CARGO_BIN_EXE_cellar"))
+        .args(["lab", "--spec", &format!("{specs}/balloons.toml"), "--entities", "2"])
+        .args(["--endpoint", "bigtable.googleapis.com:443", "--project", "p", "--instance", "i"])
+        .arg("--out")
+        .arg(dir.path().join("cloud"))
+        .env("HOME", &home)
+        .env_remove("GOOGLE_APPLICATION_CREDENTIALS")
+        .env_remove("CLOUDSDK_CONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(cloud.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&cloud.stderr);
+    assert!(stderr.contains("bigtable.googleapis.com:443 wants credentials and none were found"), "{stderr}");
+    assert!(!dir.path().join("cloud").exists());
 }
 
 /// A spec with a mistake, an unknown design, or one that would not fit on

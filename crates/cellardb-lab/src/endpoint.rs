@@ -1,5 +1,8 @@
-//! Any Bigtable endpoint as a store of the lab: `cellar serve`, Google's
-//! emulator, or any server of Bigtable's v2 API reached in plaintext. A
+//! Any Bigtable endpoint as a store of the lab: `cellar serve` or Google's
+//! emulator in plaintext, or Cloud Bigtable (an endpoint on port 443:
+//! TLS, the machine's root certificates, and application-default
+//! credentials; tables made through `bigtableadmin.googleapis.com` when the
+//! data endpoint is `bigtable.googleapis.com`). A
 //! design's table is created through the table admin API (its families and
 //! GC rules), events are written with `MutateRows` in batches as Google's
 //! client batchers send them (up to 100 entries or 20 MB a request, a few
@@ -44,6 +47,41 @@ pub struct Endpoint {
     pub instance: String,
 }
 
+/// The OAuth scopes the lab's calls need on Cloud Bigtable.
+const SCOPES: [&str; 2] =
+    ["https://www.googleapis.com/auth/bigtable.data", "https://www.googleapis.com/auth/bigtable.admin.table"];
+
+/// A connected endpoint: its data and admin channels, and the source of
+/// access tokens where it wants them.
+#[derive(Clone)]
+struct Connection {
+    data: Channel,
+    admin: Channel,
+    auth: Option<std::sync::Arc<dyn gcp_auth::TokenProvider>>,
+}
+
+impl Connection {
+    /// `message` as a request, with an access token where the endpoint
+    /// wants one, and the routing header Google's clients send.
+    async fn request<T>(&self, message: T, endpoint: &str, call: &str, table: &str) -> Result<tonic::Request<T>> {
+        let mut request = tonic::Request::new(message);
+        if let Some(auth) = &self.auth {
+            let token = auth.token(&SCOPES).await.map_err(|e| {
+                Error::io(endpoint, std::io::Error::other(format!("{call} on {endpoint}: no access token: {e}")))
+            })?;
+            if let Ok(value) = format!("Bearer {}", token.as_str()).parse() {
+                request.metadata_mut().insert("authorization", value);
+            }
+        }
+        if !table.is_empty()
+            && let Ok(value) = format!("table_name={}", table.replace('/', "%2F")).parse()
+        {
+            request.metadata_mut().insert("x-goog-request-params", value);
+        }
+        Ok(request)
+    }
+}
+
 impl Endpoint {
     /// How a report names it.
     pub fn name(&self) -> String {
@@ -54,18 +92,58 @@ impl Endpoint {
         format!("projects/{}/instances/{}", self.project, self.instance)
     }
 
-    /// Connects, or says which endpoint could not be reached.
+    /// Whether the endpoint is reached over TLS with credentials (port 443,
+    /// as Cloud Bigtable's are).
+    pub fn is_cloud(&self) -> bool {
+        self.address.ends_with(":443")
+    }
+
+    /// Where the table admin API is: Cloud Bigtable's own host for its data
+    /// host, else the same server.
+    fn admin_address(&self) -> String {
+        match self.address.strip_prefix("bigtable.googleapis.com:") {
+            Some(port) => format!("bigtableadmin.googleapis.com:{port}"),
+            None => self.address.clone(),
+        }
+    }
+
+    /// Connects, or says which endpoint could not be reached (or wants
+    /// credentials this machine does not have).
     ///
     /// # Errors
     /// `Error::Io` naming the endpoint.
-    fn connect(&self, runtime: &tokio::runtime::Runtime) -> Result<Channel> {
-        let fail = |e: &dyn std::fmt::Display| {
-            Error::io(&self.address, std::io::Error::other(format!("cannot reach the endpoint {}: {e}", self.address)))
+    fn connect(&self, runtime: &tokio::runtime::Runtime) -> Result<Connection> {
+        let auth = if self.is_cloud() {
+            let provider = runtime.block_on(gcp_auth::provider()).map_err(|e| {
+                Error::io(
+                    &self.address,
+                    std::io::Error::other(format!(
+                        "{} wants credentials and none were found (application-default credentials: \
+                         `gcloud auth application-default login`, or GOOGLE_APPLICATION_CREDENTIALS): {e}",
+                        self.address
+                    )),
+                )
+            })?;
+            Some(provider)
+        } else {
+            None
         };
-        let endpoint = Channel::from_shared(format!("http://{}", self.address)).map_err(|e| fail(&e))?;
-        runtime
-            .block_on(endpoint.connect_timeout(Duration::from_secs(10)).tcp_nodelay(true).connect())
-            .map_err(|e| fail(&e))
+        let channel = |address: &str| -> Result<Channel> {
+            let fail = |e: &dyn std::fmt::Display| {
+                Error::io(address, std::io::Error::other(format!("cannot reach the endpoint {address}: {e}")))
+            };
+            let scheme = if self.is_cloud() { "https" } else { "http" };
+            let mut endpoint = Channel::from_shared(format!("{scheme}://{address}")).map_err(|e| fail(&e))?;
+            if self.is_cloud() {
+                let host = address.rsplit_once(':').map_or(address, |(h, _)| h);
+                let tls = tonic::transport::ClientTlsConfig::new().with_native_roots().domain_name(host);
+                endpoint = endpoint.tls_config(tls).map_err(|e| fail(&e))?;
+            }
+            runtime
+                .block_on(endpoint.connect_timeout(Duration::from_secs(10)).tcp_nodelay(true).connect())
+                .map_err(|e| fail(&e))
+        };
+        Ok(Connection { data: channel(&self.address)?, admin: channel(&self.admin_address())?, auth })
     }
 }
 
@@ -91,15 +169,16 @@ pub fn open_endpoint<'a>(
         .enable_all()
         .build()
         .map_err(|e| Error::io(&endpoint.address, e))?;
-    let channel = endpoint.connect(&runtime)?;
+    let connection = endpoint.connect(&runtime)?;
     let runtime = std::sync::Arc::new(runtime);
     Ok(move |design: &Design, _round: usize| {
         let table_id = format!("{}-{}", config.spec.name, design.name);
         let table = format!("{}/tables/{table_id}", endpoint.instance_name());
-        create_table(&runtime, channel.clone(), endpoint, &table_id, design)?;
+        create_table(&runtime, &connection, endpoint, &table_id, design)?;
         Ok(Box::new(Remote {
             runtime: std::sync::Arc::clone(&runtime),
-            client: BigtableClient::new(channel.clone()).max_decoding_message_size(256 << 20),
+            client: BigtableClient::new(connection.data.clone()).max_decoding_message_size(256 << 20),
+            connection: connection.clone(),
             endpoint: endpoint.address.clone(),
             table,
             batch: Vec::new(),
@@ -111,16 +190,19 @@ pub fn open_endpoint<'a>(
 
 fn create_table(
     runtime: &tokio::runtime::Runtime,
-    channel: Channel,
+    connection: &Connection,
     endpoint: &Endpoint,
     table_id: &str,
     design: &Design,
 ) -> Result<()> {
     use admin::bigtable_table_admin_client::BigtableTableAdminClient;
-    let mut client = BigtableTableAdminClient::new(channel);
+    let mut client = BigtableTableAdminClient::new(connection.admin.clone());
     let name = format!("{}/tables/{table_id}", endpoint.instance_name());
+    let address = &endpoint.address;
     runtime.block_on(async {
-        match client.delete_table(admin::DeleteTableRequest { name: name.clone() }).await {
+        let delete =
+            connection.request(admin::DeleteTableRequest { name: name.clone() }, address, "DeleteTable", "").await?;
+        match client.delete_table(delete).await {
             Ok(_) => {}
             Err(s) if s.code() == tonic::Code::NotFound => {}
             Err(s) => return Err(refused(&endpoint.address, "DeleteTable", &s)),
@@ -136,6 +218,7 @@ fn create_table(
             table: Some(admin::Table { column_families: families, ..Default::default() }),
             ..Default::default()
         };
+        let request = connection.request(request, address, "CreateTable", "").await?;
         client.create_table(request).await.map_err(|s| refused(&endpoint.address, "CreateTable", &s))?;
         Ok(())
     })
@@ -175,6 +258,7 @@ fn admin_gc(text: &str) -> Result<Option<admin::GcRule>> {
 struct Remote {
     runtime: std::sync::Arc<tokio::runtime::Runtime>,
     client: BigtableClient<Channel>,
+    connection: Connection,
     endpoint: String,
     table: String,
     batch: Vec<pb::mutate_rows_request::Entry>,
@@ -199,7 +283,9 @@ impl Remote {
         self.batch_bytes = 0;
         let mut client = self.client.clone();
         let endpoint = self.endpoint.clone();
+        let (connection, table) = (self.connection.clone(), self.table.clone());
         self.in_flight.push_back(self.runtime.spawn(async move {
+            let request = connection.request(request, &endpoint, "MutateRows", &table).await?;
             let mut stream =
                 client.mutate_rows(request).await.map_err(|s| refused(&endpoint, "MutateRows", &s))?.into_inner();
             while let Some(response) = stream.message().await.map_err(|s| refused(&endpoint, "MutateRows", &s))? {
@@ -268,8 +354,9 @@ impl Store for Remote {
             ..Default::default()
         };
         let mut client = self.client.clone();
-        let request = with_features(request);
         self.runtime.block_on(async {
+            let request =
+                with_features(self.connection.request(request, &self.endpoint, "ReadRows", &self.table).await?);
             let mut stream =
                 client.read_rows(request).await.map_err(|s| refused(&self.endpoint, "ReadRows", &s))?.into_inner();
             let mut merger = Merger::default();
@@ -291,11 +378,10 @@ impl Store for Remote {
 /// `request` with the `bigtable-features` header Google's clients send,
 /// saying this client takes reversed scans (Bigtable serves them only to
 /// clients that say so).
-fn with_features(request: pb::ReadRowsRequest) -> tonic::Request<pb::ReadRowsRequest> {
+fn with_features(mut request: tonic::Request<pb::ReadRowsRequest>) -> tonic::Request<pb::ReadRowsRequest> {
     use base64::Engine as _;
     use prost::Message as _;
     let flags = pb::FeatureFlags { reverse_scans: true, last_scanned_row_responses: true, ..Default::default() };
-    let mut request = tonic::Request::new(request);
     let header = base64::engine::general_purpose::URL_SAFE.encode(flags.encode_to_vec());
     if let Ok(value) = header.parse() {
         request.metadata_mut().insert("bigtable-features", value);

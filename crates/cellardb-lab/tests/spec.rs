@@ -228,3 +228,17 @@ fn a_run_longer_than_a_design_handles_is_caught() {
     let e = days(400).unwrap_err();
     assert!(e.contains("bucket-new-column") && e.contains("week%V"), "{e}");
 }
+
+/// Hex ids drawn per entity must not repeat: too few digits for the
+/// entities is refused.
+#[test]
+fn hex_ids_too_short_for_the_entities_are_refused() {
+    let spec = |digits: u32, count: u32| {
+        SERVER_METRICS
+            .replacen("fields.host = { number = 0, width = 5 }", &format!("fields.host = {{ hex = {digits} }}"), 1)
+            .replacen("count = 2000", &format!("count = {count}"), 1)
+    };
+    assert!(Spec::parse(&spec(8, 2000), "hex.toml").is_ok());
+    let e = Spec::parse(&spec(2, 2000), "hex.toml").unwrap_err();
+    assert!(e.message.contains("same id") && e.field == "data.entities", "{e}");
+}

@@ -367,10 +367,15 @@ impl Spec {
                 message: e.message().trim().to_owned(),
             }
         })?;
-        resolve(&raw).map_err(|(place, message)| {
+        let spec = resolve(&raw).map_err(|(place, message)| {
             let (line, column) = line_column(text, place.span.start);
             SpecError { file: file.to_owned(), line, column, field: place.field, message }
-        })
+        })?;
+        spec.check_size().map_err(|message| {
+            let (line, column) = line_column(text, raw.data.entities.count.span().start);
+            SpecError { file: file.to_owned(), line, column, field: "data.entities".into(), message }
+        })?;
+        Ok(spec)
     }
 
     /// The balloon workload's spec.
@@ -407,6 +412,11 @@ impl Spec {
     /// # Errors
     /// What no longer holds, naming the design.
     pub fn check_size(&self) -> Result<(), String> {
+        for (name, field) in &self.data.entities.fields {
+            if let EntityField::Hex(digits) = field {
+                self.check_hex_unique(name, *digits)?;
+            }
+        }
         for d in &self.designs {
             if let Some(format) = d.row_key.time_format()
                 && let Some(t) = first_collision(format, d.bucket.unwrap_or(self.data.tick), &self.data)
@@ -422,6 +432,32 @@ impl Spec {
             for q in &self.queries {
                 crate::plan::can_answer(d, &q.kind, &self.data)
                     .map_err(|why| format!("design {:?} cannot answer query {:?}: {why}", d.name, q.name))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the hex field `name` of `digits` digits gives every entity
+    /// its own text (drawn at random, a few digits repeat): every entity's
+    /// up to two million, else 16 digits at least.
+    fn check_hex_unique(&self, name: &str, digits: usize) -> Result<(), String> {
+        let count = self.data.entities.count;
+        let field = EntityField::Hex(digits);
+        if count > 2_000_000 {
+            return if digits >= 16 {
+                Ok(())
+            } else {
+                Err(format!("field {name:?}: {count} entities need hex = 16 or more digits to tell apart"))
+            };
+        }
+        let mut seen = std::collections::HashSet::new();
+        for e in 0..count {
+            let mut text = String::new();
+            crate::generator::entity_field(self, &field, e, &mut text);
+            if !seen.insert(text) {
+                return Err(format!(
+                    "field {name:?}: {digits} hex digits give two of the {count} entities the same id; use more"
+                ));
             }
         }
         Ok(())

@@ -369,7 +369,8 @@ fn time_query(
     random: &mut SplitMix64,
     progress: &mut dyn FnMut(u64),
 ) -> Result<QueryFigures> {
-    // Nanoseconds, from 1 ns to an hour, to three significant digits.
+    // Latencies in nanoseconds; the histogram keeps three significant
+    // digits over the range a read can take.
     let mut latencies = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3)
         .map_err(|e| Error::InvalidArgument(e.to_string()))?;
     let (mut cells, mut returned) = (0u64, 0u64);

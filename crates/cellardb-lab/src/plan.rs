@@ -143,6 +143,18 @@ pub enum Rows {
     All,
 }
 
+impl Rows {
+    /// The rows as a [`RowSet`].
+    pub fn row_set(&self) -> RowSet {
+        match self {
+            Rows::Keys(keys) => RowSet::new().keys(keys),
+            Rows::Range(from, to) => RowSet::from(RowRange::closed_open(from, to)),
+            Rows::Prefix(p) => RowSet::from(RowRange::prefix(p)),
+            Rows::All => RowSet::all(),
+        }
+    }
+}
+
 /// One read, in terms any Bigtable-like store serves.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
@@ -186,12 +198,7 @@ impl Plan {
 
     /// The plan's rows as a [`RowSet`].
     pub fn row_set(&self) -> RowSet {
-        match &self.rows {
-            Rows::Keys(keys) => RowSet::new().keys(keys),
-            Rows::Range(from, to) => RowSet::from(RowRange::closed_open(from, to)),
-            Rows::Prefix(p) => RowSet::from(RowRange::prefix(p)),
-            Rows::All => RowSet::all(),
-        }
+        self.rows.row_set()
     }
 
     /// The plan's family, column, time range and per-column limit as a [`Filter`].

@@ -20,7 +20,7 @@
 //! [`Measurement`]s, checked against the generator ([`Query::expected`]).
 
 use crate::workload::{Event, METRICS, START_MICROS, SchemaPattern, Workload, decode_blob, metric_text};
-use cellardb::{Error, Filter, Result, RowRange, RowSet, Table, TimeRange};
+use cellardb::{Error, Filter, Result, RowSet, Table, TimeRange};
 
 const MINUTE_MICROS: i64 = 60_000_000;
 const MINUTES_PER_WEEK: u32 = 7 * 1440;
@@ -333,18 +333,7 @@ impl CellCollector {
     }
 }
 
-/// The rows a plan reads.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Rows {
-    /// These keys.
-    Keys(Vec<String>),
-    /// Keys in `[from, to)`.
-    Range(String, String),
-    /// Keys starting with this.
-    Prefix(String),
-    /// The whole table.
-    All,
-}
+pub use crate::plan::Rows;
 
 /// One read of a query, in terms any Bigtable-like store can serve: which
 /// rows, which column and time range, whether only each column's newest
@@ -480,12 +469,7 @@ impl Plan {
 
     /// The plan's rows as a [`RowSet`].
     pub fn row_set(&self) -> RowSet {
-        match &self.rows {
-            Rows::Keys(keys) => RowSet::new().keys(keys),
-            Rows::Range(from, to) => RowSet::from(RowRange::closed_open(from, to)),
-            Rows::Prefix(p) => RowSet::from(RowRange::prefix(p)),
-            Rows::All => RowSet::all(),
-        }
+        self.rows.row_set()
     }
 
     /// The plan's column, time range and per-column limit as a [`Filter`].

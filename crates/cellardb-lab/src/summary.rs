@@ -110,7 +110,7 @@ pub fn verdict(reports: &[DesignReport], q: &QuerySpec) -> String {
             (Some(a), Some(b)) if b > 0.0 => format!(", at {:.2}× the bytes", a / b),
             _ => String::new(),
         };
-        let _ = write!(line, "; {} faster than {label}, {name}{bytes}{held}", times(faster.median));
+        let _ = write!(line, "; {} faster than {label}, {name}{bytes}{held}", faster.show(times));
     }
     line.push('.');
     line

@@ -242,3 +242,53 @@ fn hex_ids_too_short_for_the_entities_are_refused() {
     let e = Spec::parse(&spec(2, 2000), "hex.toml").unwrap_err();
     assert!(e.message.contains("same id") && e.field == "data.entities", "{e}");
 }
+
+/// Late arrivals come after events of later instants, never later than
+/// `by` allows, each event once; gaps drop values without moving the
+/// others (the walk goes on under a gap).
+#[test]
+fn late_arrivals_and_gaps_keep_every_value_where_the_generator_puts_it() {
+    use cellardb_lab::generator::walk_entity;
+    let spec = Spec::parse(SERVER_METRICS, "server-metrics").unwrap().resized(Some(40), Some(20 * 60_000_000));
+    let late = spec.data.late.unwrap();
+    let (mut arrived, mut newest, mut late_seen) = (Vec::new(), i64::MIN, 0);
+    let mut events = Arrivals::new(&spec);
+    while let Some(e) = events.next() {
+        if e.time < newest {
+            late_seen += 1;
+            assert!(newest - e.time <= late.by, "{} µs late, more than {}", newest - e.time, late.by);
+        }
+        newest = newest.max(e.time);
+        arrived.push(e.clone());
+    }
+    assert!(late_seen > 0, "the spec's late events arrive late");
+    let mut by_time = Vec::new();
+    for entity in 0..spec.data.entities.count {
+        walk_entity(&spec, entity, spec.data.end, &mut |e| by_time.push(e.clone()));
+    }
+    let key = |e: &cellardb_lab::generator::Event| (e.entity, e.time);
+    arrived.sort_by_key(key);
+    by_time.sort_by_key(key);
+    assert_eq!(arrived, by_time, "every event once, the same values in arrival order and in time order");
+
+    let mut no_gaps = spec.clone();
+    no_gaps.data.series[0].gaps = 0.0;
+    let (mut gaps, mut values) = (0, 0);
+    for entity in 0..spec.data.entities.count {
+        let (mut with, mut without) = (Vec::new(), Vec::new());
+        walk_entity(&spec, entity, spec.data.end, &mut |e| with.push(e.clone()));
+        walk_entity(&no_gaps, entity, spec.data.end, &mut |e| without.push(e.clone()));
+        assert_eq!(with.len(), without.len());
+        for (a, b) in with.iter().zip(&without) {
+            for (x, y) in a.values.iter().zip(&b.values) {
+                values += 1;
+                if *x == Value::Absent && *y != Value::Absent {
+                    gaps += 1;
+                } else {
+                    assert_eq!(x, y, "a gap moved a value");
+                }
+            }
+        }
+    }
+    assert!(gaps > 0 && gaps * 100 < values, "{gaps} gaps in {values} values");
+}

@@ -205,17 +205,6 @@ pub fn walk_entity(spec: &Spec, entity: u32, until: i64, f: &mut dyn FnMut(&Even
     }
 }
 
-/// An entity's events in time order (late arrivals at their own time).
-pub fn entity_events(spec: &Spec, entity: u32) -> impl Iterator<Item = Event> + '_ {
-    let mut state = EntityState::new(spec, entity);
-    let mut values = vec![Value::Absent; spec.data.series.len()];
-    instants(&spec.data).filter_map(move |time| {
-        state.step(spec, entity, time, &mut values);
-        let e = Event { entity, time, values: values.clone() };
-        (!e.is_empty()).then_some(e)
-    })
-}
-
 /// Every event in arrival order: instant by instant, entities in order;
 /// a late event arrives among the events of the first instant at or after
 /// its time plus its delay, before them.

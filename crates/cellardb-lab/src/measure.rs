@@ -412,7 +412,7 @@ fn time_query(
                 copy.len()
             )));
         }
-        let got = plan::answer(spec, &reader, q, &params, &copy).map_err(Error::InvalidArgument)?;
+        let got = plan::answer(&reader, q, &params, &copy).map_err(Error::InvalidArgument)?;
         let want = plan::expected(spec, q, &params);
         if got != want {
             return Err(Error::InvalidArgument(format!(

@@ -558,7 +558,6 @@ impl Copied {
 /// # Errors
 /// A message if a cell is not one the design writes.
 pub fn answer(
-    spec: &Spec,
     reader: &CellReader<'_>,
     q: &QuerySpec,
     p: &Params,
@@ -568,7 +567,7 @@ pub fn answer(
     for (row, family, qualifier, timestamp, value) in &cells.cells {
         reader.read(row, family, qualifier, *timestamp, value, &mut got)?;
     }
-    Ok(keep(spec, q, p, got))
+    Ok(keep(q, p, got))
 }
 
 /// What query `q` with parameters `p` must return, from the generator.
@@ -588,11 +587,11 @@ pub fn expected(spec: &Spec, q: &QuerySpec, p: &Params) -> Vec<Measurement> {
         });
         all.append(&mut newest);
     }
-    keep(spec, q, p, all)
+    keep(q, p, all)
 }
 
 /// Of `got`, what the query keeps, sorted and without repeats.
-fn keep(spec: &Spec, q: &QuerySpec, p: &Params, mut got: Vec<Measurement>) -> Vec<Measurement> {
+fn keep(q: &QuerySpec, p: &Params, mut got: Vec<Measurement>) -> Vec<Measurement> {
     let in_window = |m: &Measurement| m.time >= p.from && m.time < p.to;
     match q.kind {
         QueryShape::EntityPeriod { .. } => got.retain(|m| m.entity == p.entity && in_window(m)),
@@ -614,7 +613,6 @@ fn keep(spec: &Spec, q: &QuerySpec, p: &Params, mut got: Vec<Measurement>) -> Ve
         }
         QueryShape::Scan => got.retain(in_window),
     }
-    let _ = spec;
     got.sort();
     got.dedup();
     got

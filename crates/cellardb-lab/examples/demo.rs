@@ -182,7 +182,8 @@ fn run_one(args: &[String]) -> DynResult<()> {
     // then lives as long as the workload: take it now, so that the memory
     // measured is the engine's.
     rows.iter().flat_map(|(_, ms)| ms).for_each(|m| drop(m.clone()));
-    let watch = memory::Watch::start();
+    // Above the start: the workload's rows are held beside the engine.
+    let watch = cellardb_lab::memory::Watch::start();
     let dir = tempfile::tempdir()?;
     let mut f = match engine.as_str() {
         "leveled" => run_cellardb(dir.path(), pattern, &rows, durability, CompactionStrategy::Leveled)?,
@@ -194,7 +195,10 @@ fn run_one(args: &[String]) -> DynResult<()> {
         "rocksdb" => run_rocksdb(dir.path(), &rows, durability)?,
         other => return Err(format!("unknown engine {other}").into()),
     };
-    (f.peak_memory, f.peak_rss) = watch.finish();
+    if let Some(p) = watch.map(cellardb_lab::memory::Watch::finish) {
+        f.peak_memory = p.heap.saturating_sub(p.heap_at_start);
+        f.peak_rss = p.resident.saturating_sub(p.resident_at_start);
+    }
     f.disk_bytes = allocated_bytes_without_log(dir.path())?;
     println!("{}", f.encode());
     Ok(())
@@ -311,64 +315,4 @@ fn allocated_bytes_without_log(dir: &Path) -> DynResult<u64> {
         total += entry.metadata()?.blocks() * 512;
     }
     Ok(total)
-}
-
-/// Peak memory, from `/proc/self/status` (Linux).
-///
-/// Two figures: the peak of anonymous memory (the heap: memtables, block
-/// cache, buffers), sampled every few milliseconds, and the peak resident
-/// size, which also counts the pages of mapped files (cellardb maps its log
-/// and SSTables; those pages are page cache the kernel may reclaim or
-/// write back, as RocksDB's reads and writes through the page cache are,
-/// uncounted).
-mod memory {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-    use std::time::Duration;
-
-    fn status_kib(field: &str) -> u64 {
-        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(field))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0)
-            * 1024
-    }
-
-    /// Watches memory from now on.
-    pub struct Watch {
-        rss_before: u64,
-        anon_before: u64,
-        anon_peak: Arc<AtomicU64>,
-        stop: Arc<AtomicBool>,
-        sampler: std::thread::JoinHandle<()>,
-    }
-
-    impl Watch {
-        pub fn start() -> Watch {
-            // "5" resets VmHWM (Linux 4.0+); if refused, the peak includes
-            // what came before.
-            let _ = std::fs::write("/proc/self/clear_refs", "5");
-            let anon_before = status_kib("RssAnon:");
-            let anon_peak = Arc::new(AtomicU64::new(anon_before));
-            let stop = Arc::new(AtomicBool::new(false));
-            let (peak, done) = (anon_peak.clone(), stop.clone());
-            let sampler = std::thread::spawn(move || {
-                while !done.load(Ordering::Relaxed) {
-                    peak.fetch_max(status_kib("RssAnon:"), Ordering::Relaxed);
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-            });
-            Watch { rss_before: status_kib("VmRSS:"), anon_before, anon_peak, stop, sampler }
-        }
-
-        /// Peak anonymous memory and peak resident size above the start.
-        pub fn finish(self) -> (u64, u64) {
-            self.stop.store(true, Ordering::Relaxed);
-            let _ = self.sampler.join();
-            let anon = self.anon_peak.load(Ordering::Relaxed).saturating_sub(self.anon_before);
-            (anon, status_kib("VmHWM:").saturating_sub(self.rss_before))
-        }
-    }
 }

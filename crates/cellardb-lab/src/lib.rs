@@ -16,8 +16,10 @@
 //! - [`measure`]: the runner (designs in rounds, queries timed and checked)
 //!   over a [`measure::Store`]: cellardb here, or a Bigtable endpoint
 //!   ([`endpoint`]);
+//! - [`memory`]: the process's peak heap and resident memory over a design;
 //! - [`summary`]: the report, as HTML, markdown and CSV, with verdicts and
-//!   a recommendation.
+//!   a recommendation, its charts drawn by [`chart`], its machine told by
+//!   [`machine`].
 //!
 //! The weather-balloon lab (`cellar lab` without a spec), kept for its
 //! comparison with RocksDB:
@@ -28,7 +30,7 @@
 //!   writes first and in the tuned form, and checked against the generator.
 //! - [`run_pattern`], [`run_rounds`]: load, flush, compact and query each
 //!   pattern in each engine, interleaved.
-//! - [`report`]: its report, as markdown, CSV and SVG charts ([`svg`]),
+//! - [`report`]: its report, as markdown, CSV and SVG charts ([`chart`]),
 //!   with the machine it ran on ([`machine`]).
 //! - `baseline` (feature `rocksdb`): RocksDB holding the same cells under
 //!   the standard cell key, run through the same plans.
@@ -39,18 +41,19 @@
 
 #[cfg(feature = "rocksdb")]
 pub mod baseline;
+pub mod chart;
 pub mod design;
 pub mod endpoint;
 pub mod generator;
 pub mod machine;
 pub mod measure;
+pub mod memory;
 pub mod plan;
 pub mod queries;
 pub mod report;
 mod run;
 pub mod spec;
 pub mod summary;
-pub mod svg;
 pub mod workload;
 
 pub use queries::{Answer, CellCollector, CellRef, Form, Measurement, Plan, Query, QueryKind};

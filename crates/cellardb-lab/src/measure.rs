@@ -13,6 +13,7 @@ use cellardb::{Db, Error, Mutation, Options, Result, Table};
 
 use crate::design::{RowWriter, logical_size};
 use crate::generator::{Arrivals, instants_count};
+use crate::memory::Watch;
 use crate::plan::{self, Cell, Copied, Form, Params, Plan};
 use crate::spec::{Design, QuerySpec, Spec};
 use crate::workload::SplitMix64;
@@ -103,9 +104,13 @@ pub struct DesignReport {
     pub write_amplification: Option<f64>,
     /// Time writers waited for flushes or compactions.
     pub stall: Option<Duration>,
-    /// The process's peak resident memory over this design's load and
-    /// queries, where the OS tells.
+    /// The process's peak heap (anonymous resident memory) over this
+    /// design's load and queries, where the OS tells: what the engine's
+    /// settings bound, with the lab's own data.
     pub peak_memory: Option<u64>,
+    /// The process's peak resident memory, pages of mapped files included
+    /// (they are the OS's page cache and grow with the data read).
+    pub peak_resident: Option<u64>,
     /// Every query in every form.
     pub queries: Vec<QueryFigures>,
 }
@@ -249,7 +254,7 @@ pub fn run_spec(
     for round in 0..config.rounds.max(1) {
         for (i, design) in config.spec.designs.iter().enumerate() {
             let generated = *generation[i].get_or_insert_with(|| time_generation(&config.spec, design));
-            reset_peak_memory();
+            let watch = Watch::start();
             let mut store = open(design, round)?;
             let measured = measure(config, design, round, store.as_mut(), progress);
             let bytes = store.close();
@@ -257,7 +262,9 @@ pub fn run_spec(
             report.bytes = bytes?;
             report.generation = generated;
             target.clone_into(&mut report.target);
-            report.peak_memory = peak_memory();
+            let peaks = watch.map(Watch::finish);
+            report.peak_memory = peaks.map(|p| p.heap);
+            report.peak_resident = peaks.map(|p| p.resident);
             reports.push(report);
         }
     }
@@ -351,6 +358,7 @@ fn load(
         write_amplification: None,
         stall: store.stall_time(),
         peak_memory: None,
+        peak_resident: None,
         queries: Vec::new(),
     })
 }
@@ -440,20 +448,6 @@ fn time_query(
         values_returned: returned as f64 / runs as f64,
         blocks_read: blocks.map(|b| b as f64 / runs as f64),
     })
-}
-
-/// Resets the kernel's count of this process's peak resident memory, so
-/// that the next reading covers one design (Linux; elsewhere nothing).
-fn reset_peak_memory() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-/// The process's peak resident memory since the last reset (Linux's `VmHWM`).
-pub fn peak_memory() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 /// What a spec's designs would write to disk, at most: the logical bytes

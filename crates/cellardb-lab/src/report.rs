@@ -3,10 +3,10 @@
 
 use std::fmt::Write as _;
 
+use crate::chart::{Series, grouped_bars};
 use crate::machine::Machine;
 use crate::queries::{Form, QueryKind};
 use crate::run::{LabConfig, PatternReport};
-use crate::svg::{Series, grouped_bars};
 use crate::workload::SchemaPattern;
 
 /// Every query and form measured, in report order.

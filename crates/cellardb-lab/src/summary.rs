@@ -10,13 +10,13 @@
 
 use std::fmt::Write as _;
 
+use crate::chart::{Series, grouped_bars};
 use crate::machine::Machine;
 use crate::measure::{DesignReport, QueryFigures, SpecConfig};
 use crate::plan::Form;
 use crate::report::Spread;
 use crate::spec::time::{show_duration, show_instant};
 use crate::spec::{Cells, QuerySpec, Spec};
-use crate::svg::{Series, grouped_bars};
 
 /// The designs of `reports`, in the order they ran.
 fn designs(reports: &[DesignReport]) -> Vec<&str> {
@@ -330,11 +330,15 @@ fn sections(spec: &Spec, reports: &[DesignReport], config: &SpecConfig, machine:
         text: vec![
             machine.markdown(),
             format!(
-                "Durability {:?}, block size {} bytes, compression {:?}, block cache {} MiB; query seed {}.",
+                "Durability {:?}, block size {} bytes, compression {:?}, block cache {} MiB, memtables of {} MiB \
+                 with up to {} frozen (the engine's memory bound: {} MiB); query seed {}.",
                 o.get_durability(),
                 o.get_block_size(),
                 o.get_compression(),
                 o.get_block_cache_size() >> 20,
+                o.get_memtable_size() >> 20,
+                o.get_max_immutable_memtables(),
+                o.memory_bound() >> 20,
                 config.seed
             ),
         ],
@@ -462,7 +466,8 @@ fn storage(reports: &[DesignReport]) -> Section {
              the store cannot tell). Ingest: events written per second. Generation: the share of the ingest's time the \
              same events took to generate and turn into rows on their own. Write amplification: bytes written (log, \
              flushes, compactions) per logical byte (row key + family + qualifier + value + 8 per cell). Peak memory: \
-             the process's resident peak over the design's load and queries."
+             the process's peak heap over the design's load and queries (anonymous resident memory, sampled every \
+             few milliseconds; pages of mapped files, the OS's cache, are in the CSV's peak_resident_bytes)."
                 .into(),
         ],
         tables: vec![Table {
@@ -473,7 +478,7 @@ fn storage(reports: &[DesignReport]) -> Section {
                 "events/s (higher is better)",
                 "generation",
                 "write amp.",
-                "peak memory",
+                "peak heap",
             ]
             .map(String::from)
             .into(),
@@ -606,6 +611,7 @@ pub fn csv_columns(spec: &Spec) -> Vec<String> {
         "write_amplification",
         "stall_seconds",
         "peak_memory_bytes",
+        "peak_resident_bytes",
     ]
     .map(String::from)
     .into();
@@ -645,6 +651,7 @@ pub fn csv(spec: &Spec, reports: &[DesignReport]) -> Result<String, csv::Error> 
             opt(r.write_amplification),
             opt(r.stall.map(|d| d.as_secs_f64())),
             r.peak_memory.map_or_else(String::new, |m| m.to_string()),
+            r.peak_resident.map_or_else(String::new, |m| m.to_string()),
         ];
         for q in &spec.queries {
             for &form in Form::of(&q.kind) {

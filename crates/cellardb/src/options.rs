@@ -134,6 +134,18 @@ impl Options {
         self.memtable_size
     }
 
+    /// Frozen memtables allowed to wait for flush before writers stall.
+    pub fn get_max_immutable_memtables(&self) -> usize {
+        self.max_immutable_memtables
+    }
+
+    /// The memory these settings let a database hold at once: its
+    /// memtables (the live one and the frozen ones waiting for flush) and
+    /// its block cache. A compaction's few decoded blocks come on top.
+    pub fn memory_bound(&self) -> usize {
+        self.memtable_size.saturating_mul(self.max_immutable_memtables + 1).saturating_add(self.block_cache_size)
+    }
+
     /// Uncompressed bytes per SSTable data block.
     pub fn get_block_size(&self) -> usize {
         self.block_size

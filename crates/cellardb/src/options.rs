@@ -204,3 +204,16 @@ impl Options {
         Db::open_read_only_with(path.as_ref(), self)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_memory_bound_counts_every_memtable_and_the_cache() {
+        assert_eq!(Options::default().memory_bound(), 256 << 20, "the default docs/compaction.md states");
+        let o = Options::default().memtable_size(8 << 20).max_immutable_memtables(3).block_cache_size(1 << 20);
+        assert_eq!(o.memory_bound(), 4 * (8 << 20) + (1 << 20));
+        assert_eq!(Options::default().block_cache_size(usize::MAX).memory_bound(), usize::MAX, "saturates");
+    }
+}

@@ -40,6 +40,9 @@ pub struct RowWriter<'a> {
     literal_qualifier: Option<Bytes>,
     /// Per part of the row key, the last instant written and its text.
     times: Vec<(i64, String)>,
+    /// Where a value or qualifier is written before it is copied to its
+    /// cell.
+    scratch: String,
 }
 
 /// Entities whose key parts the writer keeps, at most.
@@ -71,6 +74,7 @@ impl<'a> RowWriter<'a> {
             entity_keys: Vec::new(),
             literal_qualifier,
             times: vec![(i64::MIN, String::new()); parts.len()],
+            scratch: String::new(),
         }
     }
 
@@ -84,7 +88,7 @@ impl<'a> RowWriter<'a> {
             Cells::PerEvent(encoding) => {
                 let key = self.key(e, None, row_time);
                 let qualifier = self.qualifier(e, None);
-                let value = Bytes::from(encode(self.spec, *encoding, e));
+                let value = Bytes::from(encode(self.spec, *encoding, e).into_boxed_slice());
                 let family = design.families[0].name.clone();
                 vec![(key, vec![Mutation::SetCell { family, qualifier, timestamp, value }])]
             }
@@ -104,19 +108,14 @@ impl<'a> RowWriter<'a> {
                         Some(q) => q.clone(),
                         None => self.qualifier(e, Some(s)),
                     };
-                    let value = match value_template.parts.as_slice() {
-                        [] => Bytes::new(),
-                        [Part::Field(Field::Value)] => {
-                            let mut text = String::new();
-                            value_text(&self.spec.data.series[s], v, &mut text);
-                            Bytes::from(text)
-                        }
-                        _ => {
-                            let mut text = String::new();
-                            write_template(self.spec, value_template, e.entity, Some(s), Some(e), e.time, &mut text);
-                            Bytes::from(text)
-                        }
-                    };
+                    let text = &mut self.scratch;
+                    text.clear();
+                    match value_template.parts.as_slice() {
+                        [] => {}
+                        [Part::Field(Field::Value)] => value_text(&self.spec.data.series[s], v, text),
+                        _ => write_template(self.spec, value_template, e.entity, Some(s), Some(e), e.time, text),
+                    }
+                    let value = exact(text);
                     let family = self.family_of[s].to_owned();
                     let cell = Mutation::SetCell { family, qualifier, timestamp, value };
                     if series_in_key {
@@ -124,12 +123,16 @@ impl<'a> RowWriter<'a> {
                         if let Some((_, cells)) = rows.iter_mut().find(|(k, _)| *k == key) {
                             cells.push(cell);
                         } else {
-                            rows.push((key, vec![cell]));
+                            let mut cells = Vec::with_capacity(e.values.len());
+                            cells.push(cell);
+                            rows.push((key, cells));
                         }
                     } else if let Some((_, cells)) = rows.first_mut() {
                         cells.push(cell);
                     } else {
-                        rows.push((shared_key.take().unwrap_or_default(), vec![cell]));
+                        let mut cells = Vec::with_capacity(e.values.len());
+                        cells.push(cell);
+                        rows.push((shared_key.take().unwrap_or_default(), cells));
                     }
                 }
                 rows
@@ -173,17 +176,25 @@ impl<'a> RowWriter<'a> {
     }
 
     /// The qualifier of `e`'s cell (of series `series`).
-    fn qualifier(&self, e: &Event, series: Option<usize>) -> Bytes {
+    fn qualifier(&mut self, e: &Event, series: Option<usize>) -> Bytes {
         if let Some(q) = &self.literal_qualifier {
             return q.clone();
         }
         if let (Some(s), [Part::Field(Field::Series)]) = (series, self.design.qualifier.parts.as_slice()) {
             return self.names[s].clone();
         }
-        let mut text = String::new();
-        write_template(self.spec, &self.design.qualifier, e.entity, series, Some(e), e.time, &mut text);
-        Bytes::from(text)
+        let text = &mut self.scratch;
+        text.clear();
+        write_template(self.spec, &self.design.qualifier, e.entity, series, Some(e), e.time, text);
+        exact(text)
     }
+}
+
+/// `text` as bytes of their own, allocated to their length: a buffer with
+/// room to spare would become a shared one, which costs an allocation and
+/// atomic counts more.
+fn exact(text: &str) -> Bytes {
+    if text.is_empty() { Bytes::new() } else { Bytes::copy_from_slice(text.as_bytes()) }
 }
 
 /// Appends `template` to `out`, for entity `entity`, series `series`, the

@@ -2,9 +2,10 @@
 //!
 //! - `generate/*`: the generator alone (values in arrival order), and with
 //!   each design's rows made of the events, in cells per second on one core;
-//! - `load/*`: a spec's events loaded through the lab (generated, made into
-//!   rows and written as the lab writes them) against the same rows written
-//!   straight through the API from memory, made before the timing.
+//! - `load/*`: a spec's events loaded through the lab (generated and made
+//!   into rows a few batches ahead of the writes, as the lab's load does)
+//!   against the same rows written straight through the API from memory,
+//!   made before the timing.
 //!
 //! ```text
 //! cargo bench -p cellardb-lab --bench spec
@@ -15,6 +16,7 @@ use std::hint::black_box;
 use cellardb::{Db, Mutation, Options, Table};
 use cellardb_lab::design::RowWriter;
 use cellardb_lab::generator::{Arrivals, Value};
+use cellardb_lab::measure::feed;
 use cellardb_lab::spec::{SERVER_METRICS, Spec};
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 
@@ -108,11 +110,7 @@ fn load(c: &mut Criterion) {
                 || tempfile::tempdir().expect("tempdir"),
                 |dir| {
                     let (db, table) = open(dir.path(), &spec, design);
-                    let mut w = RowWriter::new(&spec, design);
-                    let mut arrivals = Arrivals::new(&spec);
-                    while let Some(e) = arrivals.next() {
-                        table.mutate_rows(w.rows(e)).into_iter().collect::<cellardb::Result<()>>().expect("write");
-                    }
+                    feed(&spec, design, &mut |rows| table.mutate_rows(rows).into_iter().collect()).expect("write");
                     db.close().expect("close");
                 },
                 BatchSize::PerIteration,

@@ -326,21 +326,16 @@ fn load(
     progress: &mut dyn FnMut(Step<'_>),
 ) -> Result<DesignReport> {
     let total = u64::from(spec.data.entities.count) * instants_count(&spec.data);
-    let (mut events, mut values, mut cells, mut logical) = (0u64, 0u64, 0u64, 0u64);
-    let mut arrivals = Arrivals::new(spec);
-    let mut writer = RowWriter::new(spec, design);
     let started = Instant::now();
-    while let Some(e) = arrivals.next() {
-        let rows = writer.rows(e);
-        events += 1;
-        values += e.values.iter().filter(|v| **v != crate::generator::Value::Absent).count() as u64;
-        cells += rows.iter().map(|(_, m)| m.len() as u64).sum::<u64>();
-        logical += logical_size(&rows);
+    let mut written = 0u64;
+    let fed = feed(spec, design, &mut |rows| {
         store.write_event(rows)?;
-        if events % 8192 == 0 {
-            progress(Step { round, design: &design.name, stage: "ingest", done: events, total });
+        written += 1;
+        if written.is_multiple_of(8192) {
+            progress(Step { round, design: &design.name, stage: "ingest", done: written, total });
         }
-    }
+        Ok(())
+    })?;
     store.finish_writes()?;
     let ingest = started.elapsed();
     progress(Step { round, design: &design.name, stage: "ingest", done: total, total });
@@ -348,10 +343,10 @@ fn load(
         design: design.name.clone(),
         target: String::new(),
         round,
-        events,
-        values,
-        cells,
-        logical_bytes: logical,
+        events: fed.events,
+        values: fed.values,
+        cells: fed.cells,
+        logical_bytes: fed.logical_bytes,
         bytes: None,
         ingest,
         generation: Duration::ZERO,
@@ -361,6 +356,45 @@ fn load(
         peak_resident: None,
         queries: Vec::new(),
     })
+}
+
+/// What [`feed`] handed over.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Fed {
+    /// Events, each one call of the sink.
+    pub events: u64,
+    /// Values in them.
+    pub values: u64,
+    /// Cells in their rows.
+    pub cells: u64,
+    /// Their logical bytes (row key + family + qualifier + value + 8 a cell).
+    pub logical_bytes: u64,
+}
+
+/// Hands every event of `spec`, as `design`'s rows, to `sink`, in arrival
+/// order, made one at a time on the caller's thread. (Made on a thread of
+/// their own, a few batches ahead, they cost the writer more: their memory
+/// is then freed on another thread than the one that allocated it.)
+///
+/// # Errors
+/// The sink's first error; the events after it are not generated.
+pub fn feed(
+    spec: &Spec,
+    design: &Design,
+    sink: &mut dyn FnMut(Vec<(String, Vec<Mutation>)>) -> Result<()>,
+) -> Result<Fed> {
+    let mut arrivals = Arrivals::new(spec);
+    let mut writer = RowWriter::new(spec, design);
+    let mut fed = Fed::default();
+    while let Some(e) = arrivals.next() {
+        let rows = writer.rows(e);
+        fed.events += 1;
+        fed.values += e.values.iter().filter(|v| **v != crate::generator::Value::Absent).count() as u64;
+        fed.cells += rows.iter().map(|(_, m)| m.len() as u64).sum::<u64>();
+        fed.logical_bytes += logical_size(&rows);
+        sink(rows)?;
+    }
+    Ok(fed)
 }
 
 /// Runs `runs` queries `q` in `form` with random parameters. Each run is

@@ -38,7 +38,9 @@ pub struct Watch {
     resident_at_start: u64,
     heap_peak: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
-    sampler: JoinHandle<()>,
+    /// The sampling thread, until it is stopped (by `finish`, or by drop
+    /// when a measurement ends early).
+    sampler: Option<JoinHandle<()>>,
 }
 
 impl Watch {
@@ -60,14 +62,13 @@ impl Watch {
             }
         });
         let resident_at_start = status_bytes("VmRSS:").unwrap_or(0);
-        Some(Watch { heap_at_start, resident_at_start, heap_peak, stop, sampler })
+        Some(Watch { heap_at_start, resident_at_start, heap_peak, stop, sampler: Some(sampler) })
     }
 
     /// Stops sampling and gives the peaks.
     #[must_use]
-    pub fn finish(self) -> Peaks {
-        self.stop.store(true, Ordering::Relaxed);
-        let _ = self.sampler.join();
+    pub fn finish(mut self) -> Peaks {
+        self.stop_sampling();
         let heap = self.heap_peak.load(Ordering::Relaxed).max(status_bytes("RssAnon:").unwrap_or(0));
         Peaks {
             heap,
@@ -75,6 +76,19 @@ impl Watch {
             resident: status_bytes("VmHWM:").unwrap_or(0),
             resident_at_start: self.resident_at_start,
         }
+    }
+
+    fn stop_sampling(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(sampler) = self.sampler.take() {
+            let _ = sampler.join();
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.stop_sampling();
     }
 }
 

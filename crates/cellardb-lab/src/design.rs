@@ -7,7 +7,9 @@
 //! holding the event serialized ([`Encoding`]). [`CellReader`] undoes that
 //! for a client: which entity, series and value a cell of the design holds.
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
+use std::sync::Mutex;
 
 use bytes::Bytes;
 use cellardb::Mutation;
@@ -15,7 +17,7 @@ use regex::bytes::Regex;
 
 use crate::generator::{Event, Value, entity_field};
 use crate::spec::template::{Field, Part, Template};
-use crate::spec::time::bucket_start;
+use crate::spec::time::{bucket_start, push_digits};
 use crate::spec::{Cells, Design, Encoding, EntityField, Series, Shape, Spec};
 
 /// Writes events as a design's rows.
@@ -23,7 +25,7 @@ use crate::spec::{Cells, Design, Encoding, EntityField, Series, Shape, Spec};
 /// The lab must cost little beside the store it measures, so the writer
 /// keeps what repeats: each entity's part of the row key (the parts before
 /// the series or time), the text of the last instant of each time field,
-/// the series' names as shared bytes; a row key without the series is made
+/// the series' names as bytes kept for the process; a row key without the series is made
 /// once an event, and values are moved into their cells, not copied.
 pub struct RowWriter<'a> {
     spec: &'a Spec,
@@ -54,7 +56,7 @@ impl<'a> RowWriter<'a> {
         let family_of = (0..spec.data.series.len())
             .map(|s| design.families.iter().find(|f| f.series.contains(&s)).map_or("", |f| f.name.as_str()))
             .collect();
-        let names = spec.data.series.iter().map(|s| Bytes::from(s.name.clone())).collect();
+        let names = spec.data.series.iter().map(|s| interned(&s.name)).collect();
         let parts = &design.row_key.parts;
         let entity_end = parts
             .iter()
@@ -62,7 +64,7 @@ impl<'a> RowWriter<'a> {
             .unwrap_or(parts.len());
         let literal_qualifier = match design.qualifier.parts.as_slice() {
             [] => Some(Bytes::new()),
-            [Part::Literal(t)] => Some(Bytes::from(t.clone())),
+            [Part::Literal(t)] => Some(interned(t)),
             _ => None,
         };
         RowWriter {
@@ -190,6 +192,24 @@ impl<'a> RowWriter<'a> {
     }
 }
 
+/// `text` as bytes that live as long as the process, so that cloning and
+/// dropping them cost nothing (shared bytes count their references, and
+/// a series' name is cloned into the qualifier of each of its cells).
+/// Each distinct text is kept once: what stays is the names of the series
+/// and the literal qualifiers of the specs a process has loaded.
+fn interned(text: &str) -> Bytes {
+    static KEPT: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+    let mut kept = KEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let name = if let Some(name) = kept.get(text) {
+        *name
+    } else {
+        let name: &'static str = Box::leak(text.into());
+        kept.insert(name);
+        name
+    };
+    Bytes::from_static(name.as_bytes())
+}
+
 /// `text` as bytes of their own, allocated to their length: a buffer with
 /// room to spare would become a shared one, which costs an allocation and
 /// atomic counts more.
@@ -279,19 +299,6 @@ fn write_decimal(v: i64, decimals: u32, out: &mut String) {
     push_digits(a / scale, 1, out);
     out.push('.');
     push_digits(a % scale, decimals as usize, out);
-}
-
-/// Appends `n` in decimal, zero-padded to `width` digits (the values of
-/// every cell pass here: `write!` costs several times as much).
-fn push_digits(mut n: u64, width: usize, out: &mut String) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    while n > 0 || digits.len() - at < width {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-    }
-    out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 /// Event `e` serialized in `encoding`.

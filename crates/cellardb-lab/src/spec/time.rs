@@ -5,8 +5,6 @@
 //! Every instant is microseconds since the Unix epoch, as a Bigtable cell
 //! timestamp is.
 
-use std::fmt::Write as _;
-
 use crate::workload::civil_from_days;
 
 /// Microseconds in a second, minute, hour, day and week.
@@ -217,28 +215,30 @@ impl TimeFormat {
     }
 
     /// Appends `micros` in this format to `out`.
+    ///
+    /// Every row key with a time passes here, so digits are written by
+    /// hand (`write!` costs several times as much) and the date is worked
+    /// out once.
     pub fn write(&self, micros: i64, out: &mut String) {
         let days = micros.div_euclid(DAY);
         let second_of_day = micros.rem_euclid(DAY) / SECOND;
-        let civil = || civil_from_days(days);
+        let mut civil = None;
+        let mut date = || *civil.get_or_insert_with(|| civil_from_days(days));
         for piece in &self.pieces {
-            let _ = match piece {
-                Piece::Text(t) => {
-                    out.push_str(t);
-                    Ok(())
-                }
-                Piece::Year => write!(out, "{:04}", civil().0),
-                Piece::Month => write!(out, "{:02}", civil().1),
-                Piece::Day => write!(out, "{:02}", civil().2),
-                Piece::Hour => write!(out, "{:02}", second_of_day / 3600),
-                Piece::Minute => write!(out, "{:02}", second_of_day / 60 % 60),
-                Piece::Second => write!(out, "{:02}", second_of_day % 60),
-                Piece::DayOfYear => write!(out, "{:03}", days - days_from_civil(civil().0, 1, 1) + 1),
-                Piece::IsoWeek => write!(out, "{:02}", iso_week(days).1),
-                Piece::IsoYear => write!(out, "{:04}", iso_week(days).0),
-                Piece::EpochSeconds => write!(out, "{}", micros.div_euclid(SECOND)),
-                Piece::Reversed => write!(out, "{:019}", i64::MAX - micros),
-            };
+            match piece {
+                Piece::Text(t) => out.push_str(t),
+                Piece::Year => push_signed(date().0, 4, out),
+                Piece::Month => push_digits(u64::from(date().1), 2, out),
+                Piece::Day => push_digits(u64::from(date().2), 2, out),
+                Piece::Hour => push_signed(second_of_day / 3600, 2, out),
+                Piece::Minute => push_signed(second_of_day / 60 % 60, 2, out),
+                Piece::Second => push_signed(second_of_day % 60, 2, out),
+                Piece::DayOfYear => push_signed(days - days_from_civil(date().0, 1, 1) + 1, 3, out),
+                Piece::IsoWeek => push_digits(u64::from(iso_week(days).1), 2, out),
+                Piece::IsoYear => push_signed(iso_week(days).0, 4, out),
+                Piece::EpochSeconds => push_signed(micros.div_euclid(SECOND), 1, out),
+                Piece::Reversed => push_signed(i64::MAX - micros, 19, out),
+            }
         }
     }
 
@@ -248,6 +248,26 @@ impl TimeFormat {
         self.write(micros, &mut out);
         out
     }
+}
+
+/// Appends `n` in decimal, zero-padded to `width` digits, as `{:0width$}`
+/// writes it.
+pub fn push_digits(n: u64, width: usize, out: &mut String) {
+    let mut digits = itoa::Buffer::new();
+    let text = digits.format(n);
+    for _ in text.len()..width {
+        out.push('0');
+    }
+    out.push_str(text);
+}
+
+/// Appends `n` as [`push_digits`] does, a minus sign first if it is
+/// negative (and counted in `width`, as `{:0width$}` counts it).
+fn push_signed(n: i64, width: usize, out: &mut String) {
+    if n < 0 {
+        out.push('-');
+    }
+    push_digits(n.unsigned_abs(), width.saturating_sub(usize::from(n < 0)), out);
 }
 
 /// The ISO 8601 (year, week) of day `days` since the epoch.
@@ -264,6 +284,42 @@ mod tests {
     use super::*;
 
     const START: i64 = 1_614_556_800_000_000; // 2021-03-01T00:00:00Z, a Monday
+
+    #[test]
+    fn every_piece_is_written_as_write_would_write_it() {
+        use std::fmt::Write as _;
+        let format = TimeFormat::parse("%Y|%m|%d|%H|%M|%S|%j|%V|%G|%s").expect("a format");
+        let mut instants = vec![0, -1, START, -START, -62_135_596_800_000_000 - 1];
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        for _ in 0..2_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            #[allow(clippy::cast_possible_wrap, reason = "any instant, negative ones too")]
+            instants.push((x as i64) >> 8);
+        }
+        for micros in instants {
+            let days = micros.div_euclid(DAY);
+            let second = micros.rem_euclid(DAY) / SECOND;
+            let (y, m, d) = civil_from_days(days);
+            let (iso_year, week) = iso_week(days);
+            let mut want = String::new();
+            let _ = write!(
+                want,
+                "{y:04}|{m:02}|{d:02}|{:02}|{:02}|{:02}|{:03}|{week:02}|{iso_year:04}|{}",
+                second / 3600,
+                second / 60 % 60,
+                second % 60,
+                days - days_from_civil(y, 1, 1) + 1,
+                micros.div_euclid(SECOND)
+            );
+            assert_eq!(format.show(micros), want, "{micros}");
+            if micros >= 0 {
+                let reversed = TimeFormat::parse("reversed").expect("a format").show(micros);
+                assert_eq!(reversed, format!("{:019}", i64::MAX - micros));
+            }
+        }
+    }
 
     #[test]
     fn durations_and_instants_parse_and_show() {

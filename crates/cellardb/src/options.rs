@@ -141,7 +141,9 @@ impl Options {
 
     /// The memory these settings let a database hold at once: its
     /// memtables (the live one and the frozen ones waiting for flush) and
-    /// its block cache. A compaction's few decoded blocks come on top.
+    /// its block cache. A flush's or compaction's working memory comes on
+    /// top: a few decoded blocks, and a hash of each row of the file being
+    /// written (8 bytes a row; a compaction cuts its files at 1 Mi rows).
     pub fn memory_bound(&self) -> usize {
         self.memtable_size.saturating_mul(self.max_immutable_memtables + 1).saturating_add(self.block_cache_size)
     }

@@ -38,6 +38,9 @@ pub(crate) struct Job<'a> {
     pub pass_through: bool,
     /// Bytes at which an output file is cut, at a row boundary.
     pub target_file_size: u64,
+    /// Rows at which an output file is cut: a file's row filter is built
+    /// from a hash of each of its rows, held until the file ends.
+    pub target_file_rows: u64,
 }
 
 /// A file of the store that a compaction leaves out, and that may hold
@@ -117,7 +120,7 @@ impl Job<'_> {
             merge.add(Box::new(SstIter::new(reader.clone(), None, all, false)?), 0);
         }
         let mut pass = if self.pass_through { PassThrough::new(self) } else { None };
-        let mut sink = Sink::new(self.layout, self.target_file_size);
+        let mut sink = Sink::new(self.layout, self.target_file_size, self.target_file_rows);
         let mut row = RowGather::default();
         let mut keep = Vec::new();
         let mut keeper = Keeper::default();
@@ -163,14 +166,15 @@ pub(crate) fn may_hold(file: &SstReader, row: &[u8]) -> bool {
 pub(crate) struct Sink {
     layout: OutputLayout,
     target_file_size: u64,
+    target_file_rows: u64,
     /// Open writers by window (a single one, window 0, for a level).
     open: BTreeMap<i64, (u64, SstWriter)>,
     done: Vec<Output>,
 }
 
 impl Sink {
-    fn new(layout: OutputLayout, target_file_size: u64) -> Self {
-        Sink { layout, target_file_size, open: BTreeMap::new(), done: Vec::new() }
+    fn new(layout: OutputLayout, target_file_size: u64, target_file_rows: u64) -> Self {
+        Sink { layout, target_file_size, target_file_rows, open: BTreeMap::new(), done: Vec::new() }
     }
 
     fn level(&self) -> u8 {
@@ -209,10 +213,11 @@ impl Sink {
         self.writer(window, new_writer)?.add(e)
     }
 
-    /// At a row boundary: finishes the files that reached their target size.
+    /// At a row boundary: finishes the files that reached their target size
+    /// or row count.
     pub fn end_row(&mut self) -> Result<()> {
-        let full: Vec<i64> =
-            self.open.iter().filter(|(_, (_, w))| w.file_size() >= self.target_file_size).map(|(k, _)| *k).collect();
+        let is_full = |w: &SstWriter| w.file_size() >= self.target_file_size || w.rows() >= self.target_file_rows;
+        let full: Vec<i64> = self.open.iter().filter(|(_, (_, w))| is_full(w)).map(|(k, _)| *k).collect();
         for window in full {
             if let Some((number, writer)) = self.open.remove(&window) {
                 self.close(number, writer)?;

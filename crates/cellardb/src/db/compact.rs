@@ -189,6 +189,7 @@ impl Core {
             drops: &task.drops,
             pass_through: task.pass_through,
             target_file_size: picker::TARGET_FILE_SIZE,
+            target_file_rows: picker::TARGET_FILE_ROWS,
         };
         let options = SstOptions { block_size: self.opts.block_size, compression: self.opts.compression };
         let origin = SstOrigin { family: &task.family.name, store: task.store, created_micros: job.now };

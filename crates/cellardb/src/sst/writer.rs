@@ -176,6 +176,12 @@ impl SstWriter {
         self.offset
     }
 
+    /// Rows added so far. The row filter's input grows with them (a hash
+    /// of 8 bytes each, held until the file is finished).
+    pub fn rows(&self) -> u64 {
+        self.props.rows
+    }
+
     /// Adds the next entry. A block is ended once it reaches the block
     /// size, and also before the next column of a wide row where the block
     /// holds one column alone and is at least a quarter full: where a

@@ -184,6 +184,7 @@ fn compact(fs: &MemFs, case: &Case, pass_through: bool, dir: &str) -> (Ran, Vec<
         drops: &case.drops,
         pass_through,
         target_file_size: 8 << 10,
+        target_file_rows: 30,
     };
     let mut paths = Vec::new();
     let mut new_writer = || -> crate::Result<(u64, SstWriter)> {
@@ -250,4 +251,50 @@ fn passing_rows_through_writes_what_merging_them_writes() {
     // The cases exercise both ways of passing, often.
     assert!(totals.blocks_copied > 500, "{totals:?}");
     assert!(totals.entries_added > 500, "{totals:?}");
+}
+
+#[test]
+fn output_files_are_cut_at_their_row_count() {
+    const CAP: u64 = 64;
+    let fs = MemFs::new();
+    let options = SstOptions { block_size: 1024, compression: Compression::None };
+    let input = write(&fs, "/in.sst", &settled_rows(&mut Rng(7), 500), options);
+    let block_rows =
+        (0..input.index().len()).map(|b| input.read_block(b).unwrap().rows().count() as u64).max().unwrap_or(0);
+    let compact = |pass_through: bool, target_file_rows: u64| {
+        let job = Job {
+            inputs: std::slice::from_ref(&input),
+            older: &[],
+            gc_rule: &GcRule::none(),
+            aggregate: None,
+            now: NOW,
+            layout: OutputLayout::Level(1),
+            drops: &[],
+            pass_through,
+            target_file_size: u64::MAX,
+            target_file_rows,
+        };
+        let mut paths = Vec::new();
+        let mut new_writer = || -> crate::Result<(u64, SstWriter)> {
+            let path = PathBuf::from(format!("/out-{pass_through}-{target_file_rows}-{}.sst", paths.len()));
+            paths.push(path.clone());
+            Ok((paths.len() as u64, SstWriter::create(&fs, &path, ORIGIN, options)?))
+        };
+        job.run(&mut new_writer).unwrap();
+        paths.iter().map(|p| Arc::new(SstReader::open(p, fs.map(p).unwrap()).unwrap())).collect::<Vec<_>>()
+    };
+    let whole = compact(false, u64::MAX);
+    assert_eq!(whole.len(), 1);
+    for pass_through in [false, true] {
+        let files = compact(pass_through, CAP);
+        assert_eq!(entries_of(&files), entries_of(&whole), "pass through: {pass_through}");
+        let (last, full) = files.split_last().unwrap();
+        assert!(full.len() >= 2 && last.props().rows <= CAP + block_rows, "pass through: {pass_through}");
+        for f in full {
+            // Merged rows are added one by one, passed blocks whole.
+            let rows = f.props().rows;
+            let most = if pass_through { CAP + block_rows } else { CAP };
+            assert!((CAP..=most).contains(&rows), "pass through: {pass_through}: a file of {rows} rows");
+        }
+    }
 }

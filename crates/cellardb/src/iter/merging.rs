@@ -25,11 +25,12 @@ struct Ranked<S: ?Sized> {
 pub struct MergingIter<S: EntrySource + ?Sized = dyn EntrySource> {
     sources: Vec<Ranked<S>>,
     heap: Vec<usize>,
-    /// The heap slot of the leader's runner-up (the first of its two
-    /// children), kept while the heap below the leader does not change: a
-    /// leader that stays ahead of it costs one comparison an entry, not
-    /// three (the children with each other, then with the leader), which
-    /// matters when a run of many files is merged.
+    /// The heap slot of the leader's runner-up (whichever of its two
+    /// children comes first), kept while the heap below the leader does not
+    /// change: a leader that stays ahead of it costs one comparison an
+    /// entry, not three (each child with the leader, and the children with
+    /// each other for `runner_up`), which matters when a run of many files
+    /// is merged.
     runner: Option<usize>,
     reverse: bool,
 }

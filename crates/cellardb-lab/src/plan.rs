@@ -203,7 +203,7 @@ impl Plan {
 
     /// The plan's family, column, time range and per-column limit as a [`Filter`].
     pub fn filter(&self) -> Filter {
-        let family = self.family.as_deref().map(|f| Filter::family_name_regex(&regex::escape(f)));
+        let family = self.family.as_deref().map(|f| Filter::family_name_regex(regex::escape(f)));
         let column = self.column.as_deref().map(Filter::column_qualifier_regex);
         let time = self.time.map(|(start, end)| Filter::timestamp_range(TimeRange::new(start, end)));
         let newest = self.newest_per_column.then(|| Filter::cells_per_column_limit(1));

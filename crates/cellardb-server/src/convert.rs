@@ -1,13 +1,12 @@
 //! Bigtable's v2 messages into cellardb's model: filters, mutations, row
 //! sets and read-modify-write rules. Each conversion checks what the
 //! message can get wrong that cellardb's own types cannot express (a
-//! negative limit, a sink set to false, a regex that is not UTF-8) and
+//! negative limit, a sink set to false) and
 //! answers `INVALID_ARGUMENT` naming it; the engine checks the rest (limits,
 //! timestamps, labels, regex syntax) when the request reaches it.
 
 use std::ops::Bound;
 
-use bytes::Bytes;
 use cellardb::{Filter, Mutation, ReadModifyWrite, RowRange, RowSet, TimeRange, Timestamp};
 use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as pb;
 use pb::row_filter::Filter as F;
@@ -37,12 +36,12 @@ fn row_filter(f: &pb::RowFilter) -> Result<Filter, Status> {
         F::PassAllFilter(on) => flag(*on, "pass_all_filter", Filter::pass_all())?,
         F::BlockAllFilter(on) => flag(*on, "block_all_filter", Filter::block_all())?,
         F::StripValueTransformer(on) => flag(*on, "strip_value_transformer", Filter::strip_value())?,
-        F::RowKeyRegexFilter(re) => Filter::row_key_regex(regex(re, "row_key_regex_filter")?),
+        // Regexes are bytes, matched as Bigtable matches them (RE2 over
+        // bytes, each byte of the pattern a Latin-1 character).
+        F::RowKeyRegexFilter(re) => Filter::row_key_regex(re),
         F::FamilyNameRegexFilter(re) => Filter::family_name_regex(re),
-        F::ColumnQualifierRegexFilter(re) => {
-            Filter::column_qualifier_regex(regex(re, "column_qualifier_regex_filter")?)
-        }
-        F::ValueRegexFilter(re) => Filter::value_regex(regex(re, "value_regex_filter")?),
+        F::ColumnQualifierRegexFilter(re) => Filter::column_qualifier_regex(re),
+        F::ValueRegexFilter(re) => Filter::value_regex(re),
         F::RowSampleFilter(p) => Filter::row_sample(*p),
         F::ColumnRangeFilter(r) => column_range(r),
         F::TimestampRangeFilter(r) => Filter::timestamp_range(time_range(r)),
@@ -57,13 +56,6 @@ fn row_filter(f: &pb::RowFilter) -> Result<Filter, Status> {
 /// A filter that is a flag, which Bigtable requires to be set.
 fn flag(on: bool, name: &str, filter: Filter) -> Result<Filter, Status> {
     if on { Ok(filter) } else { Err(invalid(format!("{name} must be true where it is set"))) }
-}
-
-/// A regex of a filter: RE2 syntax over bytes, which cellardb takes as
-/// UTF-8 text (a pattern matches whole byte strings either way).
-fn regex<'a>(re: &'a Bytes, name: &str) -> Result<&'a str, Status> {
-    std::str::from_utf8(re)
-        .map_err(|_| invalid(format!("{name}: cellardb takes regexes as UTF-8 text, and this one is not")))
 }
 
 fn count(n: i32, name: &str) -> Result<u32, Status> {

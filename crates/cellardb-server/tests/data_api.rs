@@ -245,6 +245,65 @@ async fn row_sets_and_filters_select_what_bigtable_selects() {
     h.stop().await;
 }
 
+/// `bytes` as RE2's `QuoteMeta` quotes them, as Google's clients build a
+/// literal value filter: every ASCII byte but letters, digits and `_`
+/// escaped, NUL as `\x00`, bytes from 0x80 as they are (so the pattern
+/// need not be UTF-8).
+fn quote_meta(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for &b in bytes {
+        match b {
+            0 => out.extend_from_slice(br"\x00"),
+            b if b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80 => out.push(b),
+            b => out.extend_from_slice(&[b'\\', b]),
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regexes_are_bytes_matched_against_bytes() {
+    let mut h = Harness::start(ServeOptions::default()).await;
+    // Integers' big-endian bytes, as a client writes and filters them:
+    // bytes from 0x80, a newline, NUL, none of it UTF-8.
+    let values: Vec<i64> = vec![1, -1, 10, 128, 255, 0x0a0a, i64::MIN, i64::MAX, -129];
+    for (i, v) in values.iter().enumerate() {
+        h.client
+            .mutate_row(mutate(&format!("row{i}"), vec![set_cell("m", "q", 1000, &v.to_be_bytes())]))
+            .await
+            .unwrap();
+    }
+    for (i, v) in values.iter().enumerate() {
+        let pattern = Bytes::from(quote_meta(&v.to_be_bytes()));
+        let filter = pb::RowFilter { filter: Some(F::ValueRegexFilter(pattern)) };
+        let got = merge(
+            &read(&mut h.client, pb::ReadRowsRequest { filter: Some(filter), ..read_all() }).await.unwrap(),
+            false,
+        );
+        let keys: Vec<_> = got.iter().map(|r| String::from_utf8(r.0.clone()).unwrap()).collect();
+        assert_eq!(keys, [format!("row{i}")], "the value {v}");
+    }
+    // A class of bytes from 0x80 up, as raw pattern bytes: the negative
+    // values (a first byte 0xff or 0x80).
+    let negative = pb::RowFilter { filter: Some(F::ValueRegexFilter(Bytes::from_static(b"[\x80-\xff]\\C*"))) };
+    let got =
+        merge(&read(&mut h.client, pb::ReadRowsRequest { filter: Some(negative), ..read_all() }).await.unwrap(), false);
+    assert_eq!(got.len(), values.iter().filter(|v| **v < 0).count());
+    // Row key and qualifier regexes take the same bytes.
+    for filter in [
+        F::RowKeyRegexFilter(Bytes::from_static(b"row1|\xff")),
+        F::ColumnQualifierRegexFilter(Bytes::from_static(b"\xfe|q")),
+    ] {
+        let filter = pb::RowFilter { filter: Some(filter) };
+        let got = merge(
+            &read(&mut h.client, pb::ReadRowsRequest { filter: Some(filter), ..read_all() }).await.unwrap(),
+            false,
+        );
+        assert!(!got.is_empty());
+    }
+    h.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_are_the_codes_bigtable_answers_with() {
     let mut h = Harness::start(ServeOptions::default()).await;

@@ -101,7 +101,7 @@ fn cas_increment(t: &Table) -> bool {
             Filter::family_name_regex("n"),
             Filter::column_qualifier_regex("count"),
             Filter::cells_per_column_limit(1),
-            Filter::value_regex(&regex_of(&current.to_be_bytes())),
+            Filter::value_regex(regex_of(&current.to_be_bytes())),
         ])
     };
     let next = Mutation::set_cell("n", "count", 0, (current + 1).to_be_bytes());

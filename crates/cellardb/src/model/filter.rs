@@ -97,13 +97,15 @@ impl Filter {
     }
 
     /// Cells of families whose whole name matches `pattern` (RE2 syntax).
-    pub fn family_name_regex(pattern: &str) -> Self {
-        Filter::FamilyNameRegex(BytesRegex::new(pattern))
+    pub fn family_name_regex(pattern: impl AsRef<[u8]>) -> Self {
+        Filter::FamilyNameRegex(BytesRegex::new(pattern.as_ref()))
     }
 
-    /// Cells whose whole qualifier matches `pattern` (RE2 syntax, raw bytes).
-    pub fn column_qualifier_regex(pattern: &str) -> Self {
-        Filter::ColumnQualifierRegex(BytesRegex::new(pattern))
+    /// Cells whose whole qualifier matches `pattern` (RE2 syntax over raw
+    /// bytes; the pattern itself is bytes, each a Latin-1 character, so it
+    /// need not be UTF-8).
+    pub fn column_qualifier_regex(pattern: impl AsRef<[u8]>) -> Self {
+        Filter::ColumnQualifierRegex(BytesRegex::new(pattern.as_ref()))
     }
 
     /// Cells of `family` with qualifiers between `start` and `end`. Both
@@ -152,9 +154,10 @@ impl Filter {
         Filter::Sink
     }
 
-    /// Every cell of rows whose whole key matches `pattern` (RE2 syntax, raw bytes).
-    pub fn row_key_regex(pattern: &str) -> Self {
-        Filter::RowKeyRegex(BytesRegex::new(pattern))
+    /// Every cell of rows whose whole key matches `pattern` (RE2 syntax
+    /// over raw bytes, as [`Filter::column_qualifier_regex`]).
+    pub fn row_key_regex(pattern: impl AsRef<[u8]>) -> Self {
+        Filter::RowKeyRegex(BytesRegex::new(pattern.as_ref()))
     }
 
     /// Every cell of each row with probability `p` (0 < p < 1).
@@ -162,9 +165,10 @@ impl Filter {
         Filter::RowSample(p)
     }
 
-    /// Cells whose whole value matches `pattern` (RE2 syntax, raw bytes).
-    pub fn value_regex(pattern: &str) -> Self {
-        Filter::ValueRegex(BytesRegex::new(pattern))
+    /// Cells whose whole value matches `pattern` (RE2 syntax over raw
+    /// bytes, as [`Filter::column_qualifier_regex`]).
+    pub fn value_regex(pattern: impl AsRef<[u8]>) -> Self {
+        Filter::ValueRegex(BytesRegex::new(pattern.as_ref()))
     }
 
     /// Cells whose value lies between `start` and `end` (bytes, compared
@@ -252,7 +256,7 @@ impl Filter {
             | Filter::RowKeyRegex(p)
             | Filter::ValueRegex(p) => match p.error() {
                 None => Ok(()),
-                Some(e) => bad(format!("invalid regex {:?}: {e}", p.as_str())),
+                Some(e) => bad(format!("invalid regex {:?}: {e}", p.as_bytes().escape_ascii().to_string())),
             },
             Filter::ApplyLabel(label) => validate_label(label),
             Filter::TimestampRange(r) if r.end.is_some_and(|end| end < r.start) => {

@@ -18,6 +18,10 @@
 //!   three octal digits, the first not `1`–`7` alone, which RE2 refuses as
 //!   a backreference).
 //!
+//! - a pattern byte from 0x80 up (any byte: a pattern need not be UTF-8)
+//!   is the Latin-1 character of that byte, so it becomes `\xNN`, the byte
+//!   itself (and a backslash before it is refused, as RE2 refuses it).
+//!
 //! Everything else is passed through, escapes included, to the `regex`
 //! crate, whose syntax is RE2's for the rest.
 
@@ -29,7 +33,7 @@ use regex::bytes::{Regex, RegexBuilder};
 /// matching the whole string.
 #[derive(Debug, Clone)]
 pub struct BytesRegex {
-    source: String,
+    source: Vec<u8>,
     compiled: std::result::Result<Matcher, String>,
 }
 
@@ -45,9 +49,9 @@ enum Matcher {
 }
 
 impl BytesRegex {
-    pub(crate) fn new(source: &str) -> Self {
+    pub(crate) fn new(source: &[u8]) -> Self {
         if is_literal(source) {
-            return BytesRegex { source: source.to_owned(), compiled: Ok(Matcher::Literal) };
+            return BytesRegex { source: source.to_vec(), compiled: Ok(Matcher::Literal) };
         }
         let build =
             |pattern: &str| RegexBuilder::new(pattern).unicode(false).octal(true).build().map_err(|e| e.to_string());
@@ -56,14 +60,14 @@ impl BytesRegex {
         let compiled = translate(source)
             .and_then(|translated| build(&translated).and_then(|_| build(&format!("^(?:{translated})$"))))
             .map(Matcher::Regex);
-        BytesRegex { source: source.to_owned(), compiled }
+        BytesRegex { source: source.to_vec(), compiled }
     }
 
     /// Whether the pattern matches the whole of `haystack` (never, for a
     /// pattern that does not compile: filters are validated first).
     pub(crate) fn is_match(&self, haystack: &[u8]) -> bool {
         match &self.compiled {
-            Ok(Matcher::Literal) => haystack == self.source.as_bytes(),
+            Ok(Matcher::Literal) => haystack == self.source.as_slice(),
             Ok(Matcher::Regex(r)) => r.is_match(haystack),
             Err(_) => false,
         }
@@ -75,21 +79,21 @@ impl BytesRegex {
     }
 
     /// The pattern as given.
-    pub fn as_str(&self) -> &str {
+    pub fn as_bytes(&self) -> &[u8] {
         &self.source
     }
 
     /// The one string the pattern matches, if it is a plain literal (no
     /// metacharacter at all).
     pub(crate) fn literal(&self) -> Option<&[u8]> {
-        is_literal(&self.source).then_some(self.source.as_bytes())
+        is_literal(&self.source).then_some(self.source.as_slice())
     }
 }
 
 /// Whether `pattern` holds no metacharacter, so matches itself only.
-fn is_literal(pattern: &str) -> bool {
+fn is_literal(pattern: &[u8]) -> bool {
     const META: &[u8] = b"\\.+*?()|[]{}^$";
-    !pattern.bytes().any(|b| META.contains(&b))
+    !pattern.iter().any(|b| META.contains(b))
 }
 
 impl PartialEq for BytesRegex {
@@ -103,9 +107,11 @@ impl PartialEq for BytesRegex {
 /// # Errors
 /// A message for RE2 syntax that is invalid: an unknown Unicode class, a
 /// backreference.
-fn translate(pattern: &str) -> Result<String, String> {
+fn translate(pattern: &[u8]) -> Result<String, String> {
     let mut out = String::with_capacity(pattern.len() + 8);
-    let mut chars = pattern.chars().peekable();
+    // Each byte as its Latin-1 character.
+    let latin1: String = pattern.iter().map(|&b| char::from(b)).collect();
+    let mut chars = latin1.chars().peekable();
     // Inside a bracketed class, and how many characters of it were read
     // (a `]` first in a class, or right after `[^`, is a literal).
     let mut class: Option<usize> = None;
@@ -124,7 +130,7 @@ fn translate(pattern: &str) -> Result<String, String> {
                 // A POSIX class `[:digit:]`, copied whole.
                 out.push('[');
                 for p in chars.by_ref() {
-                    out.push(p);
+                    push_char(p, &mut out);
                     if p == ']' {
                         break;
                     }
@@ -135,7 +141,7 @@ fn translate(pattern: &str) -> Result<String, String> {
                 class = None;
                 continue;
             }
-            _ => out.push(c),
+            _ => push_char(c, &mut out),
         }
         class = class.map(|n| n + 1);
     }
@@ -163,7 +169,13 @@ fn escape(
                 }
                 literal.push(c);
             }
-            out.push_str(&regex::escape(&literal));
+            for c in literal.chars() {
+                if c.is_ascii() {
+                    out.push_str(&regex::escape(c.encode_utf8(&mut [0; 4])));
+                } else {
+                    push_char(c, out);
+                }
+            }
         }
         'p' | 'P' => {
             let name = class_name(chars)?;
@@ -208,12 +220,25 @@ fn escape(
         '1'..='7' if !chars.peek().is_some_and(|d| ('0'..='7').contains(d)) => {
             return Err(format!("invalid escape \\{e}: backreferences are not supported (RE2)"));
         }
+        _ if !e.is_ascii() => {
+            return Err(format!("invalid escape: a backslash before the byte 0x{:02x}", u32::from(e)));
+        }
         _ => {
             out.push('\\');
             out.push(e);
         }
     }
     Ok(())
+}
+
+/// Appends Latin-1 character `c` (a pattern's byte) as the `regex` crate
+/// reads the byte in its byte mode: itself below 0x80, else `\xNN`.
+fn push_char(c: char, out: &mut String) {
+    if c.is_ascii() {
+        out.push(c);
+    } else {
+        let _ = write!(out, "\\x{:02x}", u32::from(c));
+    }
 }
 
 /// The name of a Unicode class after `\p`: one letter, or `{...}`.
@@ -265,7 +290,7 @@ mod tests {
     use super::*;
 
     fn matches(pattern: &str, haystack: &[u8]) -> bool {
-        let re = BytesRegex::new(pattern);
+        let re = BytesRegex::new(pattern.as_bytes());
         assert!(re.error().is_none(), "{pattern}: {:?}", re.error());
         re.is_match(haystack)
     }
@@ -276,11 +301,55 @@ mod tests {
             |pattern: &str| RegexBuilder::new(&format!("^(?:{pattern})$")).unicode(false).build().expect("compiles");
         let haystacks: [&[u8]; 7] = [b"pressure", b"pressures", b"", b"a-b", "été".as_bytes(), b"x y", b"\xe9t\xe9"];
         for pattern in ["pressure", "", "a-b", "été", "x y", "A"] {
-            assert!(BytesRegex::new(pattern).literal().is_some(), "{pattern}");
+            assert!(BytesRegex::new(pattern.as_bytes()).literal().is_some(), "{pattern}");
             for h in haystacks {
                 assert_eq!(matches(pattern, h), compiled(pattern).is_match(h), "{pattern} on {h:?}");
             }
         }
+    }
+
+    #[test]
+    fn every_byte_of_a_pattern_is_that_byte_wherever_it_stands() {
+        let only = |pattern: &[u8], b: u8, context: &str| {
+            let re = BytesRegex::new(pattern);
+            assert!(re.error().is_none(), "{context} of 0x{b:02x}: {:?}", re.error());
+            for h in 0..=u8::MAX {
+                assert_eq!(re.is_match(&[h]), h == b, "{context} of 0x{b:02x} on 0x{h:02x}");
+            }
+            re
+        };
+        for b in 0..=u8::MAX {
+            let escaped = |specials: &[u8]| if specials.contains(&b) { vec![b'\\', b] } else { vec![b] };
+            // The raw byte (escaped where it is a metacharacter): the byte,
+            // and a quantifier after it applies to that byte alone.
+            let mut pattern = escaped(b"\\.+*?()|[]{}^$");
+            only(&pattern, b, "the byte");
+            pattern.push(b'+');
+            let re = BytesRegex::new(&pattern);
+            assert!(re.is_match(&[b, b, b]) && !re.is_match(&[b, b ^ 1]), "the byte repeated, 0x{b:02x}");
+            // In a class, as an escape, and quoted.
+            only(&[b"[".as_slice(), &escaped(b"\\]^-["), b"]"].concat(), b, "a class");
+            only(format!(r"\x{b:02x}").as_bytes(), b, "\\xNN");
+            if b != b'\\' {
+                only(&[br"\Q".as_slice(), &[b], br"\E"].concat(), b, "\\Q...\\E");
+            }
+            // `.` is any byte but a newline; `\C` any byte.
+            assert_eq!(BytesRegex::new(b".").is_match(&[b]), b != b'\n');
+            assert!(BytesRegex::new(br"\C").is_match(&[b]));
+        }
+    }
+
+    #[test]
+    fn a_pattern_need_not_be_utf8() {
+        // As a client sends an integer's big-endian bytes.
+        let re = BytesRegex::new(b"\x00\x00\x00\x00\x00\x00\x00\x80.*");
+        assert!(re.error().is_none(), "{:?}", re.error());
+        assert!(re.is_match(b"\0\0\0\0\0\0\0\x80") && re.is_match(b"\0\0\0\0\0\0\0\x80tail"));
+        assert!(!re.is_match(b"\0\0\0\0\0\0\0\x81"));
+        assert!(
+            BytesRegex::new(b"[\xe0-\xff]+").is_match(b"\xe9\xff") && !BytesRegex::new(b"[\xe0-\xff]").is_match(b"a")
+        );
+        assert!(BytesRegex::new(b"\\\xe9").error().is_some(), "RE2 refuses a backslash before a byte from 0x80");
     }
 
     #[test]
@@ -303,7 +372,7 @@ mod tests {
     fn octal_escapes_are_bytes_and_backreferences_are_refused() {
         assert!(matches(r"\141\142", b"ab"));
         assert!(matches(r"\0", b"\0") && matches(r"\12", b"\n"));
-        assert!(BytesRegex::new(r"(a)\1").error().is_some(), "RE2 has no backreferences");
+        assert!(BytesRegex::new(br"(a)\1").error().is_some(), "RE2 has no backreferences");
     }
 
     #[test]
@@ -327,7 +396,7 @@ mod tests {
         assert!(matches(r"\p{N}+", b"12\xbd") && matches(r"[\pN]", b"7") && !matches(r"[^\pN]", b"7"));
         assert!(matches(r"\p{Lu}", b"\xc0") && !matches(r"\p{Lu}", b"\xe0"), "À is upper case, à is not");
         assert!(matches(r"\p{^L}", b"1") && !matches(r"\p{^L}", b"x"));
-        assert!(BytesRegex::new(r"\p{Nope}").error().is_some());
+        assert!(BytesRegex::new(br"\p{Nope}").error().is_some());
         assert!(!matches(r"\p{Greek}", b"a") && !matches(r"[\p{Greek}]", b"a"), "no Latin-1 character is Greek");
         assert!(matches(r"[a\p{Greek}]", b"a") && matches(r"\P{Greek}", b"a"));
     }

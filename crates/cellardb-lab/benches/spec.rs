@@ -54,15 +54,7 @@ fn generate(c: &mut Criterion) {
             });
         });
         for design in &spec.designs {
-            let cells: u64 = {
-                let mut w = RowWriter::new(&spec, design);
-                let mut events = Arrivals::new(&spec);
-                let mut n = 0;
-                while let Some(e) = events.next() {
-                    n += w.rows(e).iter().map(|(_, m)| m.len() as u64).sum::<u64>();
-                }
-                n
-            };
+            let cells = feed(&spec, design, &mut |_| Ok(())).expect("no sink error").cells;
             group.throughput(Throughput::Elements(cells));
             group.bench_function(format!("{}/rows/{}", spec.name, design.name), |b| {
                 b.iter(|| {
@@ -99,11 +91,11 @@ fn load(c: &mut Criterion) {
         // would make them shared, and dearer to drop than the lab's.
         let rows = || {
             let mut events: Vec<Vec<(String, Vec<Mutation>)>> = Vec::new();
-            let mut w = RowWriter::new(&spec, design);
-            let mut arrivals = Arrivals::new(&spec);
-            while let Some(e) = arrivals.next() {
-                events.push(w.rows(e));
-            }
+            feed(&spec, design, &mut |rows| {
+                events.push(rows);
+                Ok(())
+            })
+            .expect("no sink error");
             events
         };
         group.throughput(Throughput::Elements(rows().len() as u64));

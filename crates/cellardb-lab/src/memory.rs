@@ -122,7 +122,14 @@ mod tests {
     fn a_watch_sees_the_heap_grow() {
         let watch = Watch::start().expect("Linux tells");
         let block = vec![1u8; 64 << 20];
-        std::thread::sleep(SAMPLE_EVERY * 4);
+        // Held until the sampler has seen it (a loaded machine may not
+        // schedule it for a while), at most a few seconds.
+        let seen = std::time::Instant::now();
+        while watch.heap_peak.load(Ordering::Relaxed) < watch.heap_at_start + (60 << 20)
+            && seen.elapsed() < Duration::from_secs(5)
+        {
+            std::thread::sleep(SAMPLE_EVERY);
+        }
         std::hint::black_box(&block);
         drop(block);
         let peaks = watch.finish();

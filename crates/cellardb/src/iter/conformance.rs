@@ -228,6 +228,9 @@ struct Layers {
     mem: Arc<Memtable>,
     /// The same entries split among two SSTables and two memtables.
     parts: (Vec<Arc<SstReader>>, Vec<Arc<Memtable>>),
+    /// The same entries cut into consecutive SSTables, as a compacted
+    /// level holds them: a merge whose leader stays ahead for long.
+    run: Vec<Arc<SstReader>>,
 }
 
 fn write_sst(fs: &MemFs, name: &str, entries: &[Entry], block_size: usize) -> Arc<SstReader> {
@@ -277,7 +280,13 @@ fn build(model: &Model, rng: &mut Rng) -> Layers {
     }
     let ssts = vec![write_sst(&fs, "/a.sst", &shares[0], block_size), write_sst(&fs, "/b.sst", &shares[1], 256)];
     let mems = vec![memtable_of(&shares[2]), memtable_of(&shares[3])];
-    Layers { block, sst, mem, parts: (ssts, mems) }
+    let files = 2 + rng.below(5) as usize;
+    let run = entries
+        .chunks(entries.len().div_ceil(files).max(1))
+        .enumerate()
+        .map(|(i, chunk)| write_sst(&fs, &format!("/run-{i}.sst"), chunk, block_size))
+        .collect();
+    Layers { block, sst, mem, parts: (ssts, mems), run }
 }
 
 impl Layers {
@@ -292,11 +301,16 @@ impl Layers {
         for m in &self.parts.1 {
             merge.add(Box::new(mem(m)), 0);
         }
+        let mut run: MergingIter = MergingIter::new(reverse);
+        for r in &self.run {
+            run.add(Box::new(sst(r)), 0);
+        }
         vec![
             ("block", Box::new(BlockCursor::new(self.block.clone(), bounds.clone(), reverse))),
             ("sstable", Box::new(sst(&self.sst))),
             ("memtable", Box::new(mem(&self.mem))),
             ("merge", Box::new(Merge(merge))),
+            ("merge of a run", Box::new(Merge(run))),
         ]
     }
 }

@@ -31,13 +31,19 @@ pub struct Args {
     /// or `sync` (it survives power loss).
     #[arg(long, default_value = "buffered", value_parser = crate::lab::parse_durability)]
     durability: Durability,
+    /// The instance whose tables are the database's own, those an
+    /// embedding program created by id; every other instance a client
+    /// names has its own tables, apart.
+    #[arg(long, default_value = cellardb_server::DEFAULT_INSTANCE, value_name = "projects/P/instances/I")]
+    instance: String,
 }
 
 /// Serves until SIGINT or SIGTERM, then finishes the calls in flight and
 /// closes the database.
 ///
 /// # Errors
-/// A non-loopback address without `--allow-remote`, a database that does
+/// A non-loopback address without `--allow-remote`, an `--instance` that
+/// is not an instance's name, a database that does
 /// not open, an address that cannot be bound, or a transport failure.
 pub fn run(args: &Args, out: &mut Out) -> Outcome {
     if !args.listen.ip().is_loopback() && !args.allow_remote {
@@ -46,14 +52,17 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
             args.listen
         )));
     }
+    cellardb::validate_instance_name(&args.instance).map_err(|e| Failure::Usage(format!("--instance: {e}")))?;
     let db = Options::default().durability(args.durability).open(&args.dir)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async {
         let listener = TcpListener::bind(args.listen).await?;
         let addr = listener.local_addr()?;
         writeln!(out, "cellar: serving {} on {addr} (BIGTABLE_EMULATOR_HOST={addr})", args.dir.display())?;
+        writeln!(out, "cellar: the database's own tables are {}'s; other instances' are apart", args.instance)?;
         out.flush()?;
-        serve(db.clone(), listener, ServeOptions::default(), stop_signal())
+        let options = ServeOptions { instance: args.instance.clone(), ..ServeOptions::default() };
+        serve(db.clone(), listener, options, stop_signal())
             .await
             .map_err(|e| Failure::Other(format!("the server failed: {e}")))
     })?;

@@ -14,19 +14,25 @@ use tonic::transport::Channel;
 
 const TABLE: &str = "projects/p/instances/i/tables/t";
 
-/// `cellar serve --dir DIR --listen 127.0.0.1:0`, and the address it says
-/// it serves on.
+/// `cellar serve --dir DIR --listen 127.0.0.1:0 --instance
+/// projects/p/instances/i` (the database's own tables are that instance's),
+/// and the address it says it serves on.
 fn start(dir: &std::path::Path) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_cellar"))
         .args(["serve", "--dir", dir.to_str().unwrap(), "--listen", "127.0.0.1:0"])
+        .args(["--instance", "projects/p/instances/i"])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    out.read_line(&mut line).unwrap();
     let addr = line.rsplit("BIGTABLE_EMULATOR_HOST=").next().unwrap().trim_end().trim_end_matches(')').to_owned();
     assert!(line.starts_with("cellar: serving"), "{line:?}");
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert!(line.contains("own tables are projects/p/instances/i's"), "{line:?}");
     (child, addr)
 }
 
@@ -69,6 +75,20 @@ fn a_non_loopback_address_is_refused_unless_allowed() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no authentication"));
+}
+
+#[test]
+fn an_instance_that_is_not_an_instances_name_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["i", "projects/p/instances/", "projects/p/instances/i/tables/t"] {
+        let o = Command::new(env!("CARGO_BIN_EXE_cellar"))
+            .args(["serve", "--dir", dir.path().to_str().unwrap(), "--instance", bad])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("--instance"), "{bad}");
+    }
+    assert!(!dir.path().join("MANIFEST").exists(), "nothing is created before the flags are checked");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,7 +15,7 @@ use tonic::{Request, Response, Status};
 
 use crate::bigtable_table_admin_server::BigtableTableAdmin;
 use crate::data::blocking;
-use crate::names::{check_instance, table_in};
+use crate::names::Names;
 use crate::status::{invalid, status_of};
 
 /// The token `GenerateConsistencyToken` hands out; any token is consistent.
@@ -25,28 +25,25 @@ const CONSISTENCY_TOKEN: &str = "cellardb-has-one-replica";
 #[derive(Clone)]
 pub struct AdminService {
     db: Db,
+    names: Names,
 }
 
 impl AdminService {
-    /// The service over `db`.
-    pub fn new(db: Db) -> AdminService {
-        AdminService { db }
+    /// The service over `db`, its tables named by `names`.
+    pub fn new(db: Db, names: Names) -> AdminService {
+        AdminService { db, names }
     }
 
-    /// `table`'s message, with its families where `view` asks for them.
-    fn table_message(&self, instance: &str, table: &str, view: pb::table::View) -> Result<pb::Table, Status> {
-        let mut message = pb::Table { name: format!("{instance}/tables/{table}"), ..pb::Table::default() };
+    /// The message of table `name` (its resource name), the database's
+    /// `table`, with its families where `view` asks for them.
+    fn table_message(&self, name: String, table: &str, view: pb::table::View) -> Result<pb::Table, Status> {
+        let mut message = pb::Table { name, ..pb::Table::default() };
         if view != pb::table::View::NameOnly {
             let schema = self.db.table_schema(table).map_err(|e| status_of(&e))?;
             message.column_families = families_message(&schema);
         }
         Ok(message)
     }
-}
-
-/// The instance part of a table's name: `projects/{p}/instances/{i}`.
-fn instance_of(table_name: &str) -> &str {
-    table_name.rsplitn(3, '/').nth(2).unwrap_or_default()
 }
 
 fn families_message(schema: &TableSchema) -> HashMap<String, pb::ColumnFamily> {
@@ -178,11 +175,12 @@ enum Step {
 /// rest), and the token of the page after it (empty: none). A token is the
 /// last name of the page before, so a table created or deleted between
 /// pages neither repeats nor hides another.
-fn page_of<'a>(names: &'a [String], token: &str, size: usize) -> (&'a [String], String) {
-    let start = if token.is_empty() { 0 } else { names.partition_point(|n| n.as_str() <= token) };
+fn page_of<'a, 'n>(names: &'a [&'n str], token: &str, size: usize) -> (&'a [&'n str], String) {
+    let start = if token.is_empty() { 0 } else { names.partition_point(|n| *n <= token) };
     let rest = &names[start..];
     let page = if size == 0 { rest } else { &rest[..size.min(rest.len())] };
-    let next = if page.len() < rest.len() { page.last().cloned().unwrap_or_default() } else { String::new() };
+    let next =
+        if page.len() < rest.len() { page.last().map(|n| (*n).to_owned()).unwrap_or_default() } else { String::new() };
     (page, next)
 }
 
@@ -190,7 +188,7 @@ fn page_of<'a>(names: &'a [String], token: &str, size: usize) -> (&'a [String], 
 impl BigtableTableAdmin for AdminService {
     async fn create_table(&self, request: Request<pb::CreateTableRequest>) -> Result<Response<pb::Table>, Status> {
         let req = request.into_inner();
-        check_instance(&req.parent)?;
+        let table = self.names.table_in(&req.parent, &req.table_id)?;
         if req.table_id.is_empty() || req.table_id.contains('/') {
             return Err(invalid(format!("table_id {:?} is empty or holds a '/'", req.table_id)));
         }
@@ -204,9 +202,11 @@ impl BigtableTableAdmin for AdminService {
             .into_iter()
             .map(|(name, f)| FamilySchema { name, gc_rule: f.gc_rule, aggregate: f.aggregate })
             .collect();
-        let (db, id) = (self.db.clone(), req.table_id.clone());
-        blocking(move || db.create_table_with_families(&id, families).map(drop).map_err(|e| status_of(&e))).await?;
-        Ok(Response::new(self.table_message(&req.parent, &req.table_id, pb::table::View::SchemaView)?))
+        let (db, created) = (self.db.clone(), table.clone());
+        blocking(move || db.create_table_with_families(&created, families).map(drop).map_err(|e| status_of(&e)))
+            .await?;
+        let name = format!("{}/tables/{}", req.parent, req.table_id);
+        Ok(Response::new(self.table_message(name, &table, pb::table::View::SchemaView)?))
     }
 
     async fn list_tables(
@@ -214,34 +214,40 @@ impl BigtableTableAdmin for AdminService {
         request: Request<pb::ListTablesRequest>,
     ) -> Result<Response<pb::ListTablesResponse>, Status> {
         let req = request.into_inner();
-        check_instance(&req.parent)?;
         let view = match pb::table::View::try_from(req.view).unwrap_or_default() {
             pb::table::View::Unspecified => pb::table::View::NameOnly,
             v => v,
         };
         let page_size = usize::try_from(req.page_size)
             .map_err(|_| invalid(format!("page_size is negative ({})", req.page_size)))?;
-        let mut names = self.db.list_tables().map_err(|e| status_of(&e))?;
-        names.sort();
-        let (page, next_page_token) = page_of(&names, &req.page_token, page_size);
-        let tables = page.iter().map(|t| self.table_message(&req.parent, t, view)).collect::<Result<_, _>>()?;
+        let all = self.db.list_tables().map_err(|e| status_of(&e))?;
+        let mut ids = self.names.tables_of(&req.parent, &all)?;
+        ids.sort_unstable();
+        let (page, next_page_token) = page_of(&ids, &req.page_token, page_size);
+        let tables = page
+            .iter()
+            .map(|id| {
+                let table = self.names.table_in(&req.parent, id)?;
+                self.table_message(format!("{}/tables/{id}", req.parent), &table, view)
+            })
+            .collect::<Result<_, _>>()?;
         Ok(Response::new(pb::ListTablesResponse { tables, next_page_token }))
     }
 
     async fn get_table(&self, request: Request<pb::GetTableRequest>) -> Result<Response<pb::Table>, Status> {
         let req = request.into_inner();
-        let table = table_in(&req.name)?;
+        let table = self.names.table(&req.name)?;
         let view = match pb::table::View::try_from(req.view).unwrap_or_default() {
             pb::table::View::Unspecified => pb::table::View::SchemaView,
             v => v,
         };
         // A table that does not exist is NOT_FOUND whatever the view.
         self.db.table(table).map_err(|e| status_of(&e))?;
-        Ok(Response::new(self.table_message(instance_of(&req.name), table, view)?))
+        Ok(Response::new(self.table_message(req.name.clone(), table, view)?))
     }
 
     async fn delete_table(&self, request: Request<pb::DeleteTableRequest>) -> Result<Response<()>, Status> {
-        let name = table_in(&request.get_ref().name)?.to_owned();
+        let name = self.names.table(&request.get_ref().name)?.to_owned();
         let db = self.db.clone();
         blocking(move || db.delete_table(&name).map_err(|e| status_of(&e))).await?;
         Ok(Response::new(()))
@@ -253,7 +259,7 @@ impl BigtableTableAdmin for AdminService {
     ) -> Result<Response<pb::Table>, Status> {
         use pb::modify_column_families_request::modification::Mod;
         let req = request.into_inner();
-        let table = table_in(&req.name)?.to_owned();
+        let table = self.names.table(&req.name)?.to_owned();
         if req.modifications.is_empty() {
             return Err(invalid("no modifications"));
         }
@@ -309,13 +315,13 @@ impl BigtableTableAdmin for AdminService {
             Ok(())
         })
         .await?;
-        Ok(Response::new(self.table_message(instance_of(&req.name), &table, pb::table::View::SchemaView)?))
+        Ok(Response::new(self.table_message(req.name.clone(), &table, pb::table::View::SchemaView)?))
     }
 
     async fn drop_row_range(&self, request: Request<pb::DropRowRangeRequest>) -> Result<Response<()>, Status> {
         use pb::drop_row_range_request::Target;
         let req = request.into_inner();
-        let table = self.db.table(table_in(&req.name)?).map_err(|e| status_of(&e))?;
+        let table = self.db.table(self.names.table(&req.name)?).map_err(|e| status_of(&e))?;
         let range = match req.target {
             Some(Target::RowKeyPrefix(p)) if !p.is_empty() => RowRange::prefix(p),
             Some(Target::DeleteAllDataFromTable(true)) => RowRange::all(),
@@ -329,7 +335,7 @@ impl BigtableTableAdmin for AdminService {
         &self,
         request: Request<pb::GenerateConsistencyTokenRequest>,
     ) -> Result<Response<pb::GenerateConsistencyTokenResponse>, Status> {
-        self.db.table(table_in(&request.get_ref().name)?).map_err(|e| status_of(&e))?;
+        self.db.table(self.names.table(&request.get_ref().name)?).map_err(|e| status_of(&e))?;
         Ok(Response::new(pb::GenerateConsistencyTokenResponse { consistency_token: CONSISTENCY_TOKEN.into() }))
     }
 
@@ -337,7 +343,7 @@ impl BigtableTableAdmin for AdminService {
         &self,
         request: Request<pb::CheckConsistencyRequest>,
     ) -> Result<Response<pb::CheckConsistencyResponse>, Status> {
-        self.db.table(table_in(&request.get_ref().name)?).map_err(|e| status_of(&e))?;
+        self.db.table(self.names.table(&request.get_ref().name)?).map_err(|e| status_of(&e))?;
         Ok(Response::new(pb::CheckConsistencyResponse { consistent: true }))
     }
 }

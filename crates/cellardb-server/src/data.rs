@@ -25,7 +25,7 @@ use tonic::{Request, Response, Status};
 use crate::bigtable_server::Bigtable;
 use crate::chunks::row_chunks;
 use crate::convert;
-use crate::names::{check_instance, table_of};
+use crate::names::{Names, instance};
 use crate::status::{invalid, status_of};
 
 /// Rows' responses waiting for a slow client, per read.
@@ -46,18 +46,20 @@ pub const MAX_MUTATIONS: usize = 100_000;
 #[derive(Clone)]
 pub struct DataService {
     db: Db,
+    names: Names,
     /// Values longer than this are split over several chunks of a read.
     value_chunk: usize,
 }
 
 impl DataService {
-    /// The service over `db`, splitting values above `value_chunk` bytes.
-    pub fn new(db: Db, value_chunk: usize) -> DataService {
-        DataService { db, value_chunk }
+    /// The service over `db`, its tables named by `names`, splitting
+    /// values above `value_chunk` bytes.
+    pub fn new(db: Db, names: Names, value_chunk: usize) -> DataService {
+        DataService { db, names, value_chunk }
     }
 
     fn table(&self, table_name: &str, view_name: &str) -> Result<Table, Status> {
-        let name = table_of(table_name, view_name)?;
+        let name = self.names.table_of(table_name, view_name)?;
         self.db.table(name).map_err(|e| status_of(&e))
     }
 }
@@ -267,7 +269,7 @@ impl Bigtable for DataService {
         &self,
         request: Request<pb::PingAndWarmRequest>,
     ) -> Result<Response<pb::PingAndWarmResponse>, Status> {
-        check_instance(&request.get_ref().name)?;
+        instance(&request.get_ref().name)?;
         Ok(Response::new(pb::PingAndWarmResponse {}))
     }
 

@@ -22,6 +22,7 @@ use generated::{bigtable_server, bigtable_table_admin_server};
 pub use admin::AdminService;
 pub use chunks::DEFAULT_VALUE_CHUNK;
 pub use data::{DataService, MAX_MUTATIONS};
+pub use names::Names;
 
 use std::future::Future;
 
@@ -37,17 +38,26 @@ pub type Empty = ();
 /// requests up to 256 MiB.
 pub const MAX_MESSAGE: usize = 256 << 20;
 
+/// The instance whose tables are the database's own, unless the server is
+/// told another: `projects/local/instances/local`.
+pub const DEFAULT_INSTANCE: &str = "projects/local/instances/local";
+
 /// How a server answers.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ServeOptions {
     /// Values longer than this many bytes are split over several chunks of
     /// a `ReadRows` answer.
     pub value_chunk: usize,
+    /// The instance (`projects/{p}/instances/{i}`) whose tables are the
+    /// database's own, those named by their ids alone (what a program
+    /// embedding the database creates). Every other instance's tables are
+    /// kept apart under their full names.
+    pub instance: String,
 }
 
 impl Default for ServeOptions {
     fn default() -> Self {
-        ServeOptions { value_chunk: DEFAULT_VALUE_CHUNK }
+        ServeOptions { value_chunk: DEFAULT_VALUE_CHUNK, instance: DEFAULT_INSTANCE.to_owned() }
     }
 }
 
@@ -63,17 +73,20 @@ fn without_nagle(listener: TcpListener) -> TcpIncoming {
 /// then stops accepting calls and waits for those in flight.
 ///
 /// # Errors
-/// What the transport failed with.
+/// [`ServeError::Instance`] if `options.instance` is not an instance's
+/// name; what the transport failed with.
 pub async fn serve(
     db: Db,
     listener: TcpListener,
     options: ServeOptions,
     shutdown: impl Future<Output = ()> + Send,
-) -> Result<(), tonic::transport::Error> {
-    let admin = bigtable_table_admin_server::BigtableTableAdminServer::new(AdminService::new(db.clone()))
-        .max_decoding_message_size(MAX_MESSAGE)
-        .max_encoding_message_size(MAX_MESSAGE);
-    let data = bigtable_server::BigtableServer::new(DataService::new(db, options.value_chunk))
+) -> Result<(), ServeError> {
+    let names = Names::new(&options.instance).map_err(|e| ServeError::Instance(e.message().to_owned()))?;
+    let admin =
+        bigtable_table_admin_server::BigtableTableAdminServer::new(AdminService::new(db.clone(), names.clone()))
+            .max_decoding_message_size(MAX_MESSAGE)
+            .max_encoding_message_size(MAX_MESSAGE);
+    let data = bigtable_server::BigtableServer::new(DataService::new(db, names, options.value_chunk))
         .max_decoding_message_size(MAX_MESSAGE)
         .max_encoding_message_size(MAX_MESSAGE);
     tonic::transport::Server::builder()
@@ -81,4 +94,16 @@ pub async fn serve(
         .add_service(admin)
         .serve_with_incoming_shutdown(without_nagle(listener), shutdown)
         .await
+        .map_err(ServeError::Transport)
+}
+
+/// Why [`serve`] stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// `ServeOptions::instance` is not `projects/{p}/instances/{i}`.
+    #[error("the server's instance: {0}")]
+    Instance(String),
+    /// The transport failed.
+    #[error(transparent)]
+    Transport(#[from] tonic::transport::Error),
 }

@@ -26,13 +26,24 @@ struct Harness {
     admin: BigtableTableAdminClient<Channel>,
     data: BigtableClient<Channel>,
     stop: oneshot::Sender<()>,
-    served: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
-    _dir: tempfile::TempDir,
+    served: tokio::task::JoinHandle<Result<(), cellardb_server::ServeError>>,
+    dir: tempfile::TempDir,
 }
 
+/// A server over a database that holds one table of its own, `embedded`
+/// (made by id, as a program embedding cellardb makes it): a table of the
+/// server's own instance, [`cellardb_server::DEFAULT_INSTANCE`], not of
+/// [`INSTANCE`].
 async fn start() -> Harness {
     let dir = tempfile::tempdir().unwrap();
+    start_in(dir).await
+}
+
+async fn start_in(dir: tempfile::TempDir) -> Harness {
     let db = Db::open(dir.path()).unwrap();
+    if db.table("embedded").is_err() {
+        db.create_table("embedded", [("e", cellardb::GcRule::none())]).unwrap();
+    }
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
@@ -45,14 +56,17 @@ async fn start() -> Harness {
         data: BigtableClient::new(channel),
         stop,
         served,
-        _dir: dir,
+        dir,
     }
 }
 
 impl Harness {
-    async fn stop(self) {
+    /// Stops the server and closes its database; the directory, to serve
+    /// it again.
+    async fn stop(self) -> tempfile::TempDir {
         self.stop.send(()).unwrap();
         tokio::time::timeout(Duration::from_secs(10), self.served).await.unwrap().unwrap().unwrap();
+        self.dir
     }
 }
 
@@ -308,4 +322,95 @@ async fn aggregate_families_are_created_listed_and_merge_their_inputs() {
     let get = admin::GetTableRequest { name: format!("{INSTANCE}/tables/half"), ..Default::default() };
     assert_eq!(h.admin.get_table(get).await.unwrap_err().code(), Code::NotFound);
     h.stop().await;
+}
+
+/// The table ids `instance` lists.
+async fn ids_in(h: &mut Harness, instance: &str) -> Vec<String> {
+    let list = admin::ListTablesRequest { parent: instance.into(), ..Default::default() };
+    let tables = h.admin.list_tables(list).await.unwrap().into_inner().tables;
+    tables.iter().map(|t| t.name.strip_prefix(&format!("{instance}/tables/")).unwrap().to_owned()).collect()
+}
+
+/// The families of table `name`.
+async fn families_of(h: &mut Harness, name: &str) -> Result<Vec<String>, Code> {
+    let get = admin::GetTableRequest { name: name.into(), view: 0 };
+    let table = h.admin.get_table(get).await.map_err(|e| e.code())?.into_inner();
+    let mut families: Vec<String> = table.column_families.into_keys().collect();
+    families.sort();
+    Ok(families)
+}
+
+/// The row keys of table `name`.
+async fn keys_of(h: &mut Harness, name: &str) -> Result<Vec<Bytes>, Code> {
+    let request = data::ReadRowsRequest { table_name: name.into(), ..Default::default() };
+    let mut stream = h.data.read_rows(request).await.map_err(|e| e.code())?.into_inner();
+    let mut keys = Vec::new();
+    while let Some(r) = stream.message().await.map_err(|e| e.code())? {
+        keys.extend(r.chunks.iter().filter(|c| !c.row_key.is_empty()).map(|c| c.row_key.clone()));
+    }
+    Ok(keys)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_instance_keeps_its_own_tables_across_a_restart() {
+    let mut h = start().await;
+    let other = "projects/p/instances/j";
+    let third = "projects/q/instances/i";
+    h.admin.create_table(create("t", &[("m", versions(1))])).await.unwrap();
+    let mut in_other = create("t", &[("n", versions(1))]);
+    in_other.parent = other.into();
+    h.admin.create_table(in_other).await.unwrap();
+    let set = data::Mutation {
+        mutation: Some(data::mutation::Mutation::SetCell(data::mutation::SetCell {
+            family_name: "m".into(),
+            column_qualifier: Bytes::from_static(b"q"),
+            timestamp_micros: 1000,
+            value: Bytes::from_static(b"v"),
+        })),
+    };
+    let write = |table: String| data::MutateRowRequest {
+        table_name: table,
+        row_key: Bytes::from_static(b"r"),
+        mutations: vec![set.clone()],
+        ..Default::default()
+    };
+    h.data.mutate_row(write(format!("{INSTANCE}/tables/t"))).await.unwrap();
+    // The other instance's `t` has no family `m`, and the write to this
+    // one is not in it.
+    let refused = h.data.mutate_row(write(format!("{other}/tables/t"))).await.unwrap_err();
+    assert_eq!(refused.code(), Code::NotFound);
+    let refused = h.data.mutate_row(write(format!("{third}/tables/t"))).await.unwrap_err();
+    assert_eq!(refused.code(), Code::NotFound, "the same instance id in another project is another instance");
+
+    for round in 0..2 {
+        assert_eq!(ids_in(&mut h, INSTANCE).await, ["t"], "round {round}");
+        assert_eq!(ids_in(&mut h, other).await, ["t"], "round {round}");
+        assert!(ids_in(&mut h, third).await.is_empty(), "round {round}");
+        assert_eq!(ids_in(&mut h, cellardb_server::DEFAULT_INSTANCE).await, ["embedded"], "round {round}");
+        assert_eq!(families_of(&mut h, &format!("{INSTANCE}/tables/t")).await.unwrap(), ["m"]);
+        assert_eq!(families_of(&mut h, &format!("{other}/tables/t")).await.unwrap(), ["n"]);
+        assert_eq!(families_of(&mut h, &format!("{INSTANCE}/tables/embedded")).await, Err(Code::NotFound));
+        let embedded = format!("{}/tables/embedded", cellardb_server::DEFAULT_INSTANCE);
+        assert_eq!(families_of(&mut h, &embedded).await.unwrap(), ["e"]);
+        assert_eq!(keys_of(&mut h, &format!("{INSTANCE}/tables/t")).await.unwrap(), [Bytes::from_static(b"r")]);
+        assert!(keys_of(&mut h, &format!("{other}/tables/t")).await.unwrap().is_empty());
+        let dir = h.stop().await;
+        h = start_in(dir).await;
+    }
+
+    // Deleting one instance's table leaves the other's.
+    h.admin.delete_table(admin::DeleteTableRequest { name: format!("{INSTANCE}/tables/t") }).await.unwrap();
+    assert!(ids_in(&mut h, INSTANCE).await.is_empty());
+    assert_eq!(families_of(&mut h, &format!("{other}/tables/t")).await.unwrap(), ["n"]);
+
+    for bad in ["projects/p q/instances/i", "projects/p/instances/", "projects/p"] {
+        let list = admin::ListTablesRequest { parent: bad.into(), ..Default::default() };
+        assert_eq!(h.admin.list_tables(list).await.unwrap_err().code(), Code::InvalidArgument, "{bad}");
+        let mut create = create("x", &[]);
+        create.parent = bad.into();
+        assert_eq!(h.admin.create_table(create).await.unwrap_err().code(), Code::InvalidArgument, "{bad}");
+    }
+    let dir = h.stop().await;
+    let db = Db::open(dir.path()).unwrap();
+    assert_eq!(db.list_tables().unwrap(), ["embedded", "projects/p/instances/j/tables/t"]);
 }

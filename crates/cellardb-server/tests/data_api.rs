@@ -30,12 +30,15 @@ const TABLE: &str = "projects/p/instances/i/tables/weather";
 struct Harness {
     client: BigtableClient<Channel>,
     stop: Option<oneshot::Sender<()>>,
-    served: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
+    served: tokio::task::JoinHandle<Result<(), cellardb_server::ServeError>>,
     _dir: tempfile::TempDir,
 }
 
 impl Harness {
+    /// A server whose own instance is `projects/p/instances/i`, holding the
+    /// database's table `weather`.
     async fn start(options: ServeOptions) -> Harness {
+        let options = ServeOptions { instance: "projects/p/instances/i".into(), ..options };
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path()).unwrap();
         db.create_table("weather", [("m", GcRule::none()), ("n", GcRule::max_versions(1))]).unwrap();
@@ -101,7 +104,7 @@ fn read_all() -> pb::ReadRowsRequest {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn written_rows_read_back_through_the_chunk_rules_with_split_values() {
-    let mut h = Harness::start(ServeOptions { value_chunk: 10 }).await;
+    let mut h = Harness::start(ServeOptions { value_chunk: 10, ..ServeOptions::default() }).await;
     let big: Vec<u8> = (0..35u8).collect();
     h.client
         .mutate_row(mutate(

@@ -66,7 +66,7 @@ pub use db::{Db, FamilyStats, LevelStats, ReadRows, RecoveryReport, Stats, Step,
 pub use error::{Error, Result};
 pub use model::{
     Aggregate, BytesRegex, Cell, CellRef, Column, Family, FamilySchema, Filter, GcRule, Mutation, ReadModifyWrite, Row,
-    RowRange, RowRef, RowSet, TableSchema, TimeRange, Timestamp, limits,
+    RowRange, RowRef, RowSet, TableSchema, TimeRange, Timestamp, limits, validate_instance_name,
 };
 pub use options::{Compression, Durability, Options, RecoveryMode};
 pub use wal::TornTail;

@@ -16,6 +16,14 @@ use crate::{Error, Result};
 impl Db {
     /// Creates table `name` with `families` and returns a handle to it.
     ///
+    /// `name` is a table id (`[_a-zA-Z0-9][-_.a-zA-Z0-9]*`, at most 50
+    /// bytes): a table of the database's own instance. Or it is Bigtable's
+    /// full name of a table of another instance,
+    /// `projects/{project}/instances/{instance}/tables/{table}`: one
+    /// database holds the tables of any number of instances, each apart
+    /// from the others' (this is how `cellar serve` keeps them). Every call
+    /// that takes a table names it the same way.
+    ///
     /// # Errors
     /// `Error::AlreadyExists` if the table exists; `Error::InvalidArgument`
     /// for a bad table or family name, a repeated family or a bad GC rule.
@@ -141,7 +149,8 @@ impl Db {
         })
     }
 
-    /// Names of the tables, sorted.
+    /// Names of the tables of every instance, as they were created, sorted:
+    /// the database's own by id, others' by their full names.
     ///
     /// # Errors
     /// `Error::Closed` after [`Db::close`].

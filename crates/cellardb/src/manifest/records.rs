@@ -10,9 +10,11 @@ use crate::model::{Aggregate, FamilyMeta, GcRule, RangeDrop, TableMeta};
 const MAGIC: &[u8; 8] = b"CELLARMF";
 /// Manifest format version written. Version changes: 1 is the first; 2
 /// adds dropped row ranges and each SSTable's `drops_applied`; 3 adds each
-/// family's aggregate; 4 the live logs. Older manifests are read as version
-/// 4 without what they lack (no drops, plain families, logs not tracked).
-const VERSION: u32 = 4;
+/// family's aggregate; 4 the live logs; 5 table names of other instances
+/// (`projects/{p}/instances/{i}/tables/{t}`). Older manifests are read as
+/// version 5 without what they lack (no drops, plain families, logs not
+/// tracked, every table the database's own).
+const VERSION: u32 = 5;
 /// The oldest version read.
 const OLDEST_VERSION: u32 = 1;
 const HEADER_LEN: usize = 12;
@@ -597,6 +599,7 @@ mod tests {
     #[test]
     fn older_manifests_read_without_what_they_lack() {
         let mut s = sample();
+        assert_eq!(ManifestState::decode(&encode_old(&s, 4)).unwrap(), s, "version 4 names only its own tables");
         s.logs.clear();
         s.logs_tracked = false;
         assert_eq!(ManifestState::decode(&encode_old(&s, 3)).unwrap(), s, "version 3 lists no logs");
@@ -606,9 +609,18 @@ mod tests {
         s.ssts.iter_mut().for_each(|m| m.drops_applied = 0);
         assert_eq!(ManifestState::decode(&encode_old(&s, 1)).unwrap(), s);
         let mut future = s.encode();
-        future[8] = 5;
+        future[8] = u8::try_from(VERSION + 1).unwrap();
         let err = ManifestState::decode(&future).unwrap_err();
         assert_eq!(err.offset, 8, "an unknown version is refused at its offset: {}", err.what);
+    }
+
+    #[test]
+    fn tables_of_other_instances_round_trip() {
+        let mut s = sample();
+        let other = TableMeta { id: 2, name: "projects/p/instances/i/tables/weather".into(), families: Vec::new() };
+        s.tables.push(other);
+        s.next_table = 3;
+        assert_eq!(ManifestState::decode(&s.encode()).unwrap(), s);
     }
 
     #[test]

@@ -42,4 +42,4 @@ pub use re2::BytesRegex;
 pub use rmw::ReadModifyWrite;
 pub use row::{Cell, CellRef, Column, Family, Row, RowRef};
 pub use row_set::{RowRange, RowSet};
-pub use schema::{FamilyMeta, FamilySchema, TableMeta, TableSchema};
+pub use schema::{FamilyMeta, FamilySchema, TableMeta, TableSchema, validate_instance_name};

@@ -19,8 +19,11 @@ pub mod limits {
     pub const MAX_ROW_MUTATION_BYTES: usize = 256 << 20;
     /// Longest column family name, in bytes.
     pub const MAX_FAMILY_NAME: usize = 64;
-    /// Longest table name, in bytes.
+    /// Longest table id, in bytes (a qualified table name adds its
+    /// project and instance).
     pub const MAX_TABLE_NAME: usize = 50;
+    /// Longest project or instance id in a qualified table name, in bytes.
+    pub const MAX_RESOURCE_ID: usize = 128;
 }
 
 /// One change to a row. A row mutation applies its list in order, atomically.

@@ -101,9 +101,65 @@ pub(crate) fn validate_family_name(name: &str) -> Result<()> {
     validate_identifier("column family", name, limits::MAX_FAMILY_NAME)
 }
 
-/// Checks a table name.
+/// Checks a table name: a table id (a table of the database's own
+/// instance), or a table of another instance named as Bigtable names it,
+/// `projects/{project}/instances/{instance}/tables/{table}`.
 pub(crate) fn validate_table_name(name: &str) -> Result<()> {
-    validate_identifier("table", name, limits::MAX_TABLE_NAME)
+    let Some((instance, table)) = qualified_table_name(name) else {
+        if name.contains('/') {
+            return Err(Error::InvalidArgument(format!(
+                "table name {name:?} is neither a table id nor projects/{{project}}/instances/{{instance}}/tables/{{table}}"
+            )));
+        }
+        return validate_identifier("table", name, limits::MAX_TABLE_NAME);
+    };
+    validate_instance_name(instance)?;
+    validate_identifier("table", table, limits::MAX_TABLE_NAME)
+}
+
+/// The instance (`projects/{project}/instances/{instance}`) and table id of
+/// a name of the form `{instance}/tables/{table}`; `None` for a name
+/// without `/tables/`.
+pub(crate) fn qualified_table_name(name: &str) -> Option<(&str, &str)> {
+    // A table id holds no '/', so the last "/tables/" is the separator.
+    name.rsplit_once("/tables/")
+}
+
+/// Checks an instance's name as Bigtable writes it,
+/// `projects/{project}/instances/{instance}`: the ids are letters, digits,
+/// `-`, `_`, `.` and `:` (a domain-scoped project is
+/// `example.com:project`), starting with a letter or digit, at most
+/// [`limits::MAX_RESOURCE_ID`] bytes each. Bigtable's own ids are
+/// narrower; this accepts every id it hands out.
+///
+/// # Errors
+/// `Error::InvalidArgument` naming what is wrong.
+pub fn validate_instance_name(name: &str) -> Result<()> {
+    let parts = name.strip_prefix("projects/").and_then(|rest| rest.rsplit_once("/instances/"));
+    let Some((project, instance)) = parts else {
+        return Err(Error::InvalidArgument(format!(
+            "instance name {name:?} is not of the form projects/{{project}}/instances/{{instance}}"
+        )));
+    };
+    validate_resource_id("project", project)?;
+    validate_resource_id("instance", instance)
+}
+
+fn validate_resource_id(kind: &str, id: &str) -> Result<()> {
+    let bytes = id.as_bytes();
+    let first_ok = bytes.first().is_some_and(u8::is_ascii_alphanumeric);
+    let rest_ok = bytes.iter().all(|&b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b));
+    if !first_ok || !rest_ok {
+        return Err(Error::InvalidArgument(format!("{kind} id {id:?} does not match [a-zA-Z0-9][-_.:a-zA-Z0-9]*")));
+    }
+    if bytes.len() > limits::MAX_RESOURCE_ID {
+        return Err(Error::InvalidArgument(format!(
+            "{kind} id {id:?} is {} bytes, over the limit of {} bytes",
+            bytes.len(),
+            limits::MAX_RESOURCE_ID
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -120,5 +176,44 @@ mod tests {
         }
         assert!(validate_family_name(&"f".repeat(64)).is_ok());
         assert!(validate_family_name(&"f".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn a_table_is_named_by_its_id_or_by_its_instance_and_id() {
+        for ok in [
+            "weather",
+            "projects/p/instances/i/tables/weather",
+            "projects/example.com:my-project/instances/test-instance-1/tables/t.1",
+        ] {
+            assert!(validate_table_name(ok).is_ok(), "{ok}");
+        }
+        let too_long = format!("projects/{}/instances/i/tables/t", "p".repeat(limits::MAX_RESOURCE_ID + 1));
+        for bad in [
+            "",
+            "a/b",
+            "projects/p/instances/i/tables/",
+            "projects//instances/i/tables/t",
+            "projects/p/instances//tables/t",
+            "projects/p/instances/i/tables/t/x",
+            "projects/p/instances/i/x/tables/t",
+            "projects/-p/instances/i/tables/t",
+            "projects/p q/instances/i/tables/t",
+            "instances/i/tables/t",
+            too_long.as_str(),
+        ] {
+            assert!(validate_table_name(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            qualified_table_name("projects/tables/instances/tables/tables/t"),
+            Some(("projects/tables/instances/tables", "t"))
+        );
+        assert!(validate_table_name("projects/tables/instances/tables/tables/t").is_ok());
+        assert_eq!(qualified_table_name("t"), None);
+        assert!(validate_instance_name("projects/p/instances/i").is_ok());
+        for bad in ["", "projects/p", "projects/p/instances/", "projects//instances/i", "projects/p/instances/i/x"] {
+            assert!(validate_instance_name(bad).is_err(), "{bad}");
+        }
+        let longest = format!("projects/{0}/instances/{0}/tables/t", "p".repeat(limits::MAX_RESOURCE_ID));
+        assert!(validate_table_name(&longest).is_ok());
     }
 }

@@ -69,7 +69,7 @@ fn main() {
             .route_name(route)
             .input_type(type_path(TYPES, input))
             .output_type(type_path(TYPES, output))
-            .codec_path("tonic_prost::ProstCodec");
+            .codec_path("crate::codec::RequestCodec");
         if streams {
             method = method.server_streaming();
         }
@@ -82,7 +82,7 @@ fn main() {
             .route_name(route)
             .input_type(type_path(ADMIN_TYPES, input))
             .output_type(type_path(ADMIN_TYPES, output))
-            .codec_path("tonic_prost::ProstCodec");
+            .codec_path("crate::codec::RequestCodec");
         admin = admin.method(method.build());
     }
     Builder::new().build_client(false).compile(&[service.build(), admin.build()]);

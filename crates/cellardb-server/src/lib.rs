@@ -7,6 +7,7 @@
 
 mod admin;
 mod chunks;
+mod codec;
 mod convert;
 mod data;
 mod names;

@@ -29,6 +29,7 @@ const TABLE: &str = "projects/p/instances/i/tables/weather";
 /// table `weather` (families `m` and `n`), and a client of it.
 struct Harness {
     client: BigtableClient<Channel>,
+    channel: Channel,
     stop: Option<oneshot::Sender<()>>,
     served: tokio::task::JoinHandle<Result<(), cellardb_server::ServeError>>,
     _dir: tempfile::TempDir,
@@ -49,8 +50,8 @@ impl Harness {
             stopped.await.ok();
         }));
         let channel = Channel::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap();
-        let client = BigtableClient::new(channel);
-        Harness { client, stop: Some(stop), served, _dir: dir }
+        let client = BigtableClient::new(channel.clone());
+        Harness { client, channel, stop: Some(stop), served, _dir: dir }
     }
 
     async fn stop(mut self) {
@@ -307,6 +308,23 @@ async fn regexes_are_bytes_matched_against_bytes() {
     h.stop().await;
 }
 
+/// A message whose field 1 is an integer, where `MutateRowRequest`'s field
+/// 1 (the table's name) is a string.
+#[derive(Clone, PartialEq, prost::Message)]
+struct WrongWireType {
+    #[prost(uint64, tag = "1")]
+    table_name: u64,
+}
+
+/// `MutateRow` called with bytes that do not decode as its request.
+async fn undecodable_mutate_row(channel: Channel) -> tonic::Status {
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.unwrap();
+    let path = tonic::codegen::http::uri::PathAndQuery::from_static("/google.bigtable.v2.Bigtable/MutateRow");
+    let codec = tonic_prost::ProstCodec::<WrongWireType, pb::MutateRowResponse>::default();
+    grpc.unary(tonic::Request::new(WrongWireType { table_name: 7 }), path, codec).await.unwrap_err()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_are_the_codes_bigtable_answers_with() {
     let mut h = Harness::start(ServeOptions::default()).await;
@@ -340,6 +358,20 @@ async fn errors_are_the_codes_bigtable_answers_with() {
     let sink = pb::RowFilter { filter: Some(pb::row_filter::Filter::Sink(false)) };
     let err = read(&mut h.client, pb::ReadRowsRequest { filter: Some(sink), ..read_all() }).await.unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
+    // A request that does not decode: a filter chain nested past the
+    // decoder's depth, and bytes of another message.
+    let mut deep = pb::RowFilter { filter: Some(pb::row_filter::Filter::PassAllFilter(true)) };
+    for _ in 0..60 {
+        deep = pb::RowFilter {
+            filter: Some(pb::row_filter::Filter::Chain(pb::row_filter::Chain { filters: vec![deep] })),
+        };
+    }
+    let err = read(&mut h.client, pb::ReadRowsRequest { filter: Some(deep), ..read_all() }).await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+    assert!(err.message().contains("does not decode"), "{err:?}");
+    let err = undecodable_mutate_row(h.channel.clone()).await;
+    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+    assert!(err.message().contains("does not decode"), "{err:?}");
     // What cellardb does not serve.
     let err = h.client.prepare_query(pb::PrepareQueryRequest::default()).await.unwrap_err();
     assert_eq!(err.code(), Code::Unimplemented);

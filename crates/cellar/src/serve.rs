@@ -8,8 +8,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use cellardb::{Durability, Options};
-use cellardb_server::{ServeOptions, serve};
-use tokio::net::TcpListener;
+use cellardb_server::{Listener, ServeOptions, serve};
+use tokio::net::{TcpListener, UnixListener};
 
 use crate::{Failure, Out, Outcome};
 
@@ -19,9 +19,11 @@ pub struct Args {
     /// The database directory (created if missing).
     #[arg(long)]
     dir: PathBuf,
-    /// The address to listen on; port 0 picks a free one.
-    #[arg(long, default_value = "127.0.0.1:8086")]
-    listen: SocketAddr,
+    /// The address to listen on (port 0 picks a free one), or `unix:PATH`
+    /// (`unix:///abs/path` too), a Unix socket made at PATH and removed
+    /// when the server stops.
+    #[arg(long, default_value = "127.0.0.1:8086", value_parser = parse_listen)]
+    listen: Listen,
     /// Listen on an address other than loopback. The server has no
     /// authentication and no TLS: anyone who reaches the port can read
     /// and write every table.
@@ -38,6 +40,59 @@ pub struct Args {
     instance: String,
 }
 
+/// Where `cellar serve` listens.
+#[derive(Debug, Clone)]
+pub enum Listen {
+    /// A TCP address.
+    Tcp(SocketAddr),
+    /// A Unix socket's path.
+    Unix(PathBuf),
+}
+
+fn parse_listen(text: &str) -> Result<Listen, String> {
+    if let Some(path) = text.strip_prefix("unix://").or_else(|| text.strip_prefix("unix:")) {
+        if path.is_empty() {
+            return Err("unix: needs a path, as in unix:/tmp/cellar.sock".into());
+        }
+        return Ok(Listen::Unix(PathBuf::from(path)));
+    }
+    text.parse().map(Listen::Tcp).map_err(|e| format!("{text:?} is neither HOST:PORT nor unix:PATH ({e})"))
+}
+
+/// Binds `listen`, and says where it listens as `BIGTABLE_EMULATOR_HOST`
+/// takes it.
+fn bind(listen: &Listen) -> Result<(Listener, String), Failure> {
+    match listen {
+        Listen::Tcp(addr) => {
+            let listener = std::net::TcpListener::bind(addr)?;
+            listener.set_nonblocking(true)?;
+            let listener = TcpListener::from_std(listener)?;
+            let addr = listener.local_addr()?;
+            Ok((listener.into(), addr.to_string()))
+        }
+        Listen::Unix(path) => {
+            if path.exists() {
+                return Err(Failure::Usage(format!(
+                    "{} exists: another server may be listening there; remove it if none is",
+                    path.display()
+                )));
+            }
+            let listener = UnixListener::bind(path)?;
+            // `unix://` and an absolute path: the form Google's Go client
+            // and gRPC's own name resolver both take.
+            let absolute = std::path::absolute(path)?;
+            Ok((listener.into(), format!("unix://{}", absolute.display())))
+        }
+    }
+}
+
+/// Removes the Unix socket this server made, if it listened on one.
+fn remove_socket(listen: &Listen) {
+    if let Listen::Unix(path) = listen {
+        std::fs::remove_file(path).ok();
+    }
+}
+
 /// Serves until SIGINT or SIGTERM, then finishes the calls in flight and
 /// closes the database.
 ///
@@ -46,18 +101,27 @@ pub struct Args {
 /// is not an instance's name, a database that does
 /// not open, an address that cannot be bound, or a transport failure.
 pub fn run(args: &Args, out: &mut Out) -> Outcome {
-    if !args.listen.ip().is_loopback() && !args.allow_remote {
+    if let Listen::Tcp(addr) = args.listen
+        && !addr.ip().is_loopback()
+        && !args.allow_remote
+    {
         return Err(Failure::Usage(format!(
-            "{} is not a loopback address, and the server has no authentication: pass --allow-remote to serve it anyway",
-            args.listen
+            "{addr} is not a loopback address, and the server has no authentication: pass --allow-remote to serve it anyway"
         )));
     }
     cellardb::validate_instance_name(&args.instance).map_err(|e| Failure::Usage(format!("--instance: {e}")))?;
-    let db = Options::default().durability(args.durability).open(&args.dir)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(async {
-        let listener = TcpListener::bind(args.listen).await?;
-        let addr = listener.local_addr()?;
+    // Bound before the database opens: a socket path in use is refused
+    // before the database's lock is taken.
+    let (listener, addr) = runtime.block_on(async { bind(&args.listen) })?;
+    let db = match Options::default().durability(args.durability).open(&args.dir) {
+        Ok(db) => db,
+        Err(e) => {
+            remove_socket(&args.listen);
+            return Err(e.into());
+        }
+    };
+    let served = runtime.block_on(async {
         writeln!(out, "cellar: serving {} on {addr} (BIGTABLE_EMULATOR_HOST={addr})", args.dir.display())?;
         writeln!(out, "cellar: the database's own tables are {}'s; other instances' are apart", args.instance)?;
         out.flush()?;
@@ -65,7 +129,9 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
         serve(db.clone(), listener, options, stop_signal())
             .await
             .map_err(|e| Failure::Other(format!("the server failed: {e}")))
-    })?;
+    });
+    remove_socket(&args.listen);
+    served?;
     db.close()?;
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! `cellar serve` as a process: it refuses a non-loopback address unless
-//! told, stops cleanly on SIGTERM, and a write it acknowledged survives a
-//! SIGKILL of the server.
+//! told, stops cleanly on SIGTERM, a write it acknowledged survives a
+//! SIGKILL of the server, and it serves a Unix socket.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -123,4 +123,37 @@ async fn an_acknowledged_write_survives_sigkill_and_sigterm_stops_cleanly() {
     // Closed: the directory opens again, with the row.
     let db = Db::open(dir.path()).unwrap();
     assert!(db.table("t").unwrap().read_row("acknowledged", &cellardb::Filter::pass_all()).unwrap().is_some());
+}
+
+#[test]
+fn a_unix_socket_is_served_and_removed_at_a_clean_stop() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("bigtable.sock");
+    let listen = format!("unix:{}", socket.display());
+    let serve = |listen: &str| {
+        Command::new(env!("CARGO_BIN_EXE_cellar"))
+            .args(["serve", "--dir", dir.path().join("db").to_str().unwrap(), "--listen", listen])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut server = serve(&listen);
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.trim_end().ends_with(&format!("(BIGTABLE_EMULATOR_HOST=unix://{})", socket.display())), "{line:?}");
+    std::os::unix::net::UnixStream::connect(&socket).expect("the socket takes connections");
+
+    // A second server on the same path is refused, and leaves the socket.
+    let second = serve(&listen).wait_with_output().unwrap();
+    assert_eq!(second.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&second.stderr).contains("exists"));
+    assert!(socket.exists());
+
+    signal(&server, "TERM");
+    assert!(wait(&mut server).success());
+    assert!(!socket.exists(), "a clean stop removes the socket");
+    let o =
+        Command::new(env!("CARGO_BIN_EXE_cellar")).args(["serve", "--dir", "x", "--listen", "unix:"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
 }

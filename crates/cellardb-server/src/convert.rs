@@ -7,6 +7,8 @@
 
 use std::ops::Bound;
 
+use bytes::Bytes;
+
 use cellardb::{Filter, Mutation, ReadModifyWrite, RowRange, RowSet, TimeRange, Timestamp};
 use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as pb;
 use pb::row_filter::Filter as F;
@@ -103,13 +105,17 @@ fn time_range(r: &pb::TimestampRange) -> TimeRange {
 }
 
 /// The rows of a read: its keys and ranges, or, if it names neither,
-/// every row of the table, as Bigtable reads it.
-pub fn row_set(rows: Option<&pb::RowSet>) -> RowSet {
+/// every row of the table, as Bigtable reads it. An empty key is refused
+/// in Bigtable's words, which Google's clients' tests look for.
+pub fn row_set(rows: Option<&pb::RowSet>) -> Result<RowSet, Status> {
     let Some(rows) = rows.filter(|r| !r.row_keys.is_empty() || !r.row_ranges.is_empty()) else {
-        return RowSet::all();
+        return Ok(RowSet::all());
     };
+    if rows.row_keys.iter().any(Bytes::is_empty) {
+        return Err(invalid("Row keys must be non-empty"));
+    }
     let set = RowSet::new().keys(&rows.row_keys);
-    rows.row_ranges.iter().fold(set, |set, r| set.range(row_range(r)))
+    Ok(rows.row_ranges.iter().fold(set, |set, r| set.range(row_range(r))))
 }
 
 /// A row range; an empty key at either end is no bound, as in Bigtable.
@@ -131,7 +137,7 @@ fn row_range(r: &pb::RowRange) -> RowRange {
 /// A row's mutations.
 pub fn mutations(ms: &[pb::Mutation]) -> Result<Vec<Mutation>, Status> {
     if ms.is_empty() {
-        return Err(invalid("no mutations: a request must hold at least one"));
+        return Err(invalid("No mutations provided: a request must hold at least one"));
     }
     ms.iter().map(mutation).collect()
 }

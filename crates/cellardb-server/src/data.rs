@@ -128,7 +128,7 @@ impl Bigtable for DataService {
         }
         let table = self.table(&req.table_name, &req.authorized_view_name)?;
         let filter = convert::filter(req.filter.as_ref())?;
-        let rows = convert::row_set(req.rows.as_ref());
+        let rows = convert::row_set(req.rows.as_ref())?;
         let limit = usize::try_from(req.rows_limit)
             .map_err(|_| invalid(format!("rows_limit is negative ({})", req.rows_limit)))?;
         let (tx, rx) = mpsc::channel(READ_AHEAD);
@@ -252,7 +252,7 @@ impl Bigtable for DataService {
         let table = self.table(&req.table_name, &req.authorized_view_name)?;
         check_mutation_count(req.true_mutations.len() + req.false_mutations.len())?;
         if req.true_mutations.is_empty() && req.false_mutations.is_empty() {
-            return Err(invalid("no mutations: true_mutations and false_mutations are both empty"));
+            return Err(invalid("No mutations provided: true_mutations and false_mutations are both empty"));
         }
         let predicate = convert::filter(req.predicate_filter.as_ref())?;
         let branch = |ms: &[pb::Mutation]| if ms.is_empty() { Ok(Vec::new()) } else { convert::mutations(ms) };

@@ -28,7 +28,8 @@ pub use names::Names;
 use std::future::Future;
 
 use cellardb::Db;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, UnixListener};
+use tokio_stream::wrappers::UnixListenerStream;
 use tonic::transport::server::TcpIncoming;
 
 /// `google.protobuf.Empty`, as prost writes it: what `DeleteTable` and
@@ -69,6 +70,29 @@ fn without_nagle(listener: TcpListener) -> TcpIncoming {
     TcpIncoming::from(listener).with_nodelay(Some(true))
 }
 
+/// Where a server takes its connections: a TCP port, or a Unix socket
+/// (`BIGTABLE_EMULATOR_HOST=unix:PATH` for Google's clients), which no
+/// other machine can reach and no other test can take.
+#[derive(Debug)]
+pub enum Listener {
+    /// A bound TCP listener.
+    Tcp(TcpListener),
+    /// A bound Unix socket.
+    Unix(UnixListener),
+}
+
+impl From<TcpListener> for Listener {
+    fn from(listener: TcpListener) -> Listener {
+        Listener::Tcp(listener)
+    }
+}
+
+impl From<UnixListener> for Listener {
+    fn from(listener: UnixListener) -> Listener {
+        Listener::Unix(listener)
+    }
+}
+
 /// Serves the Data API and the table admin API over `db` on `listener`
 /// until `shutdown` completes,
 /// then stops accepting calls and waits for those in flight.
@@ -78,7 +102,7 @@ fn without_nagle(listener: TcpListener) -> TcpIncoming {
 /// name; what the transport failed with.
 pub async fn serve(
     db: Db,
-    listener: TcpListener,
+    listener: impl Into<Listener>,
     options: ServeOptions,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
@@ -90,12 +114,14 @@ pub async fn serve(
     let data = bigtable_server::BigtableServer::new(DataService::new(db, names, options.value_chunk))
         .max_decoding_message_size(MAX_MESSAGE)
         .max_encoding_message_size(MAX_MESSAGE);
-    tonic::transport::Server::builder()
-        .add_service(data)
-        .add_service(admin)
-        .serve_with_incoming_shutdown(without_nagle(listener), shutdown)
-        .await
-        .map_err(ServeError::Transport)
+    let router = tonic::transport::Server::builder().add_service(data).add_service(admin);
+    match listener.into() {
+        Listener::Tcp(listener) => router.serve_with_incoming_shutdown(without_nagle(listener), shutdown).await,
+        Listener::Unix(listener) => {
+            router.serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown).await
+        }
+    }
+    .map_err(ServeError::Transport)
 }
 
 /// Why [`serve`] stopped with an error.

@@ -355,6 +355,14 @@ async fn errors_are_the_codes_bigtable_answers_with() {
     assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
     let err = read(&mut h.client, pb::ReadRowsRequest { rows_limit: -1, ..read_all() }).await.unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
+    // An empty row key, and no mutations, refused in Bigtable's words
+    // (Google's clients' tests look for them).
+    let empty_key = pb::RowSet { row_keys: vec![Bytes::new()], row_ranges: Vec::new() };
+    let err = read(&mut h.client, pb::ReadRowsRequest { rows: Some(empty_key), ..read_all() }).await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(err.message().contains("Row keys must be non-empty"), "{err:?}");
+    let err = h.client.mutate_row(mutate("r", vec![])).await.unwrap_err();
+    assert!(err.message().contains("No mutations provided"), "{err:?}");
     let sink = pb::RowFilter { filter: Some(pb::row_filter::Filter::Sink(false)) };
     let err = read(&mut h.client, pb::ReadRowsRequest { filter: Some(sink), ..read_all() }).await.unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);

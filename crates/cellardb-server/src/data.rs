@@ -38,6 +38,43 @@ const READ_AHEAD: usize = 16;
 /// look like a stalled one.
 const REPORT_SCANNED_EVERY: usize = 1000;
 
+/// A `ReadRows` response is sent once the rows packed into it hold this
+/// many bytes of keys, qualifiers and values: fewer, larger messages for a
+/// scan, each far under the 4 MiB clients accept by default (one row alone
+/// can exceed it: a row is never split over responses).
+const PACK_BYTES: usize = 256 << 10;
+
+/// The rows of one `ReadRows` response, as they are packed.
+#[derive(Default)]
+struct Packed {
+    chunks: Vec<pb::read_rows_response::CellChunk>,
+    value_bytes: usize,
+}
+
+impl Packed {
+    /// Adds `row`'s chunks; the bytes packed so far.
+    fn add(&mut self, row: &cellardb::RowRef<'_>, value_chunk: usize) -> usize {
+        let before = self.chunks.len();
+        row_chunks(row, value_chunk, &mut self.chunks);
+        self.value_bytes += self.chunks[before..]
+            .iter()
+            .map(|c| c.value.len() + c.qualifier.as_ref().map_or(0, Vec::len))
+            .sum::<usize>()
+            + row.key().len();
+        self.value_bytes
+    }
+
+    fn is_empty(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    /// The response of the rows packed, leaving none.
+    fn take(&mut self) -> pb::ReadRowsResponse {
+        self.value_bytes = 0;
+        pb::ReadRowsResponse { chunks: std::mem::take(&mut self.chunks), ..pb::ReadRowsResponse::default() }
+    }
+}
+
 /// The most mutations one `MutateRow`, `MutateRows` or
 /// `CheckAndMutateRow` request may hold, as in Bigtable.
 pub const MAX_MUTATIONS: usize = 100_000;
@@ -138,23 +175,38 @@ impl Bigtable for DataService {
             if req.reversed {
                 read = read.reversed();
             }
+            // Rows are packed into a response until it holds PACK_BYTES of
+            // values; it is sent then, before a scanned-row report, before
+            // an error, and at the end. A full channel blocks the read: a
+            // slow client slows it, and nothing gathers in memory.
+            let mut packed = Packed::default();
+            let send = |response: Result<pb::ReadRowsResponse, Status>| tx.blocking_send(response).is_ok();
             while let Some(step) = read.next_step() {
-                let response = step.map_err(|e| status_of(&e)).map(|step| match step {
-                    Step::Row(row) => {
-                        let mut chunks = Vec::new();
-                        row_chunks(&row, value_chunk, &mut chunks);
-                        pb::ReadRowsResponse { chunks, ..pb::ReadRowsResponse::default() }
+                match step {
+                    Ok(Step::Row(row)) => {
+                        if packed.add(&row, value_chunk) >= PACK_BYTES && !send(Ok(packed.take())) {
+                            return; // The client went away: stop reading.
+                        }
                     }
-                    Step::Scanned(key) => pb::ReadRowsResponse {
-                        last_scanned_row_key: Bytes::copy_from_slice(key),
-                        ..pb::ReadRowsResponse::default()
-                    },
-                });
-                let failed = response.is_err();
-                // The client went away: stop reading.
-                if tx.blocking_send(response).is_err() || failed {
-                    return;
+                    Ok(Step::Scanned(key)) => {
+                        let report = pb::ReadRowsResponse {
+                            last_scanned_row_key: Bytes::copy_from_slice(key),
+                            ..pb::ReadRowsResponse::default()
+                        };
+                        if (!packed.is_empty() && !send(Ok(packed.take()))) || !send(Ok(report)) {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        if packed.is_empty() || send(Ok(packed.take())) {
+                            send(Err(status_of(&e)));
+                        }
+                        return;
+                    }
                 }
+            }
+            if !packed.is_empty() {
+                send(Ok(packed.take()));
             }
         });
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))

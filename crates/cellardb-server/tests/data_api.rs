@@ -12,6 +12,7 @@ use cellardb_server::{ServeOptions, serve};
 use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as pb;
 use pb::bigtable_client::BigtableClient;
 use pb::read_rows_response::CellChunk;
+use pb::read_rows_response::cell_chunk::RowStatus::CommitRow;
 use pb::row_filter::Filter as F;
 use prost::Message as _;
 use tokio::net::TcpListener;
@@ -129,6 +130,47 @@ async fn written_rows_read_back_through_the_chunk_rules_with_split_values() {
     let reversed = pb::ReadRowsRequest { reversed: true, rows_limit: 1, ..read_all() };
     let rows = merge(&read(&mut h.client, advertising_reverse_scans(reversed.clone())).await.unwrap(), true);
     assert_eq!(rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>(), vec![b"r2".to_vec()]);
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scan_packs_many_rows_into_each_response_and_never_splits_a_row() {
+    let mut h = Harness::start(ServeOptions::default()).await;
+    let value = vec![7u8; 1000];
+    for batch in 0..4 {
+        let entries = (0..500)
+            .map(|i| pb::mutate_rows_request::Entry {
+                row_key: Bytes::from(format!("row{:05}", batch * 500 + i)),
+                mutations: vec![set_cell("m", "q", 1000, &value)],
+                ..Default::default()
+            })
+            .collect();
+        let request = pb::MutateRowsRequest { table_name: TABLE.into(), entries, ..Default::default() };
+        let mut statuses = h.client.mutate_rows(request).await.unwrap().into_inner();
+        while let Some(r) = statuses.message().await.unwrap() {
+            assert!(r.entries.iter().all(|e| e.status.as_ref().is_none_or(|s| s.code == 0)));
+        }
+    }
+    let responses = read(&mut h.client, read_all()).await.unwrap();
+    let rows = merge(&responses, false);
+    assert_eq!(rows.len(), 2000);
+    assert!(rows.windows(2).all(|w| w[0].0 < w[1].0));
+    // About 2 MB of rows: a handful of responses, each ending on a row's
+    // commit, none much over a quarter of a MiB.
+    assert!(responses.len() <= 16, "{} responses", responses.len());
+    for r in &responses {
+        let last = r.chunks.last().unwrap();
+        assert!(matches!(last.row_status, Some(CommitRow(true))), "a response ends with a whole row");
+        let bytes: usize = r.chunks.iter().map(|c| c.value.len()).sum();
+        assert!(bytes <= (256 << 10) + 1100, "{bytes} bytes in one response");
+    }
+    // A point read is one response of one row.
+    let one = pb::ReadRowsRequest {
+        rows: Some(pb::RowSet { row_keys: vec![Bytes::from_static(b"row00042")], row_ranges: Vec::new() }),
+        ..read_all()
+    };
+    let responses = read(&mut h.client, one).await.unwrap();
+    assert_eq!((responses.len(), merge(&responses, false).len()), (1, 1));
     h.stop().await;
 }
 

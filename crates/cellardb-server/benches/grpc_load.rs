@@ -32,8 +32,13 @@
 //! interleave the servers, so both meet the same machine; the summary gives
 //! each figure's median and range over rounds, and each ratio's.
 //!
+//! `--node-rates [--rows 100000] [--reads 2000] [--rounds 3]` measures
+//! instead what Google states one Cloud Bigtable SSD node's rates in, with
+//! 1 KB rows: writes and point reads per second and per server CPU second,
+//! and a scan's MB/s (`grpc_load/node_rates.rs`).
+//!
 //! Without `--bench` (as `cargo test --benches` runs it), it makes one small
-//! run against cellardb alone, so the program cannot rot.
+//! run of each kind against cellardb alone, so the program cannot rot.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
@@ -58,6 +63,9 @@ use tonic::transport::Channel;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+#[path = "grpc_load/node_rates.rs"]
+mod node_rates;
+
 const INSTANCE: &str = "projects/bench/instances/bench";
 const TABLE_ID: &str = "balloons";
 
@@ -68,9 +76,36 @@ fn main() -> Result<(), BoxError> {
     if let Some(i) = args.iter().position(|a| a == "--serve-child") {
         return serve_child(Path::new(&args[i + 1]));
     }
-    let config = if args.iter().any(|a| a == "--bench") { Config::from_args(&args)? } else { Config::smoke() };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(run_all(&config))
+    if !args.iter().any(|a| a == "--bench") {
+        let node = node_rates::NodeConfig { rows: 400, reads: 5, rounds: 1, emulator: false };
+        return runtime.block_on(async {
+            run_all(&Config::smoke()).await?;
+            node_rates::run(&node).await
+        });
+    }
+    if args.iter().any(|a| a == "--node-rates") {
+        return runtime.block_on(node_rates::run(&node_config(&args)?));
+    }
+    runtime.block_on(run_all(&Config::from_args(&args)?))
+}
+
+/// `--node-rates`' arguments.
+fn node_config(args: &[String]) -> Result<node_rates::NodeConfig, BoxError> {
+    let mut c = node_rates::NodeConfig { rows: 100_000, reads: 2000, rounds: 3, emulator: true };
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--bench" | "--node-rates" => {}
+            "--rows" => c.rows = value()?.parse()?,
+            "--reads" => c.reads = value()?.parse()?,
+            "--rounds" => c.rounds = value()?.parse()?,
+            "--no-emulator" => c.emulator = false,
+            other => return Err(format!("unknown argument {other}").into()),
+        }
+    }
+    Ok(c)
 }
 
 /// What to run.
@@ -227,7 +262,7 @@ async fn run_one(
     let dir = tempfile::tempdir()?;
     let mut server = Server::start(kind, dir.path())?;
     let channel = server.connect().await?;
-    create_table(channel.clone(), pattern).await?;
+    create_table(channel.clone(), TABLE_ID, pattern.family()).await?;
     let mut figures = Figures::default();
     write_phase(config, pattern, clients, &server, &mut figures).await?;
     read_phase(config, pattern, clients, &server, &mut figures).await?;
@@ -243,16 +278,15 @@ async fn run_one(
     Ok(figures)
 }
 
-async fn create_table(channel: Channel, pattern: SchemaPattern) -> Result<(), BoxError> {
+/// Creates table `table_id` with `family`, which keeps every cell.
+async fn create_table(channel: Channel, table_id: &str, family: &str) -> Result<(), BoxError> {
     use admin::bigtable_table_admin_client::BigtableTableAdminClient;
-    let family = admin::ColumnFamily { gc_rule: None, ..Default::default() };
-    let table = admin::Table {
-        column_families: [(pattern.family().to_owned(), family)].into_iter().collect(),
-        ..Default::default()
-    };
+    let keep_all = admin::ColumnFamily { gc_rule: None, ..Default::default() };
+    let table =
+        admin::Table { column_families: [(family.to_owned(), keep_all)].into_iter().collect(), ..Default::default() };
     let request = admin::CreateTableRequest {
         parent: INSTANCE.into(),
-        table_id: TABLE_ID.into(),
+        table_id: table_id.into(),
         table: Some(table),
         ..Default::default()
     };

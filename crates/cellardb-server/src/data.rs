@@ -75,6 +75,45 @@ impl Packed {
     }
 }
 
+/// Sends the answer of `read` through `send`, rows packed into responses
+/// until one holds [`PACK_BYTES`]; a response is sent then, before a
+/// scanned-row report, before an error, and at the end. Stops when `send`
+/// says the client went away.
+fn send_rows(
+    mut read: cellardb::ReadRows,
+    value_chunk: usize,
+    mut send: impl FnMut(Result<pb::ReadRowsResponse, Status>) -> bool,
+) {
+    let mut packed = Packed::default();
+    while let Some(step) = read.next_step() {
+        match step {
+            Ok(Step::Row(row)) => {
+                if packed.add(&row, value_chunk) >= PACK_BYTES && !send(Ok(packed.take())) {
+                    return;
+                }
+            }
+            Ok(Step::Scanned(key)) => {
+                let report = pb::ReadRowsResponse {
+                    last_scanned_row_key: Bytes::copy_from_slice(key),
+                    ..pb::ReadRowsResponse::default()
+                };
+                if (!packed.is_empty() && !send(Ok(packed.take()))) || !send(Ok(report)) {
+                    return;
+                }
+            }
+            Err(e) => {
+                if packed.is_empty() || send(Ok(packed.take())) {
+                    send(Err(status_of(&e)));
+                }
+                return;
+            }
+        }
+    }
+    if !packed.is_empty() {
+        send(Ok(packed.take()));
+    }
+}
+
 /// The most mutations one `MutateRow`, `MutateRows` or
 /// `CheckAndMutateRow` request may hold, as in Bigtable.
 pub const MAX_MUTATIONS: usize = 100_000;
@@ -165,49 +204,29 @@ impl Bigtable for DataService {
         }
         let table = self.table(&req.table_name, &req.authorized_view_name)?;
         let filter = convert::filter(req.filter.as_ref())?;
+        let one_row = req.rows.as_ref().is_some_and(|r| r.row_keys.len() == 1 && r.row_ranges.is_empty());
         let rows = convert::row_set(req.rows.as_ref())?;
         let limit = usize::try_from(req.rows_limit)
             .map_err(|_| invalid(format!("rows_limit is negative ({})", req.rows_limit)))?;
-        let (tx, rx) = mpsc::channel(READ_AHEAD);
         let value_chunk = self.value_chunk;
+        let read = move || {
+            let read = table.read_rows(rows, &filter).limit(limit).report_scanned(REPORT_SCANNED_EVERY);
+            if req.reversed { read.reversed() } else { read }
+        };
+        if one_row {
+            // A point read answers in one response: it is read on this
+            // task, without the hand-offs to a blocking thread and back
+            // that would cost more than the read.
+            let mut responses = Vec::with_capacity(1);
+            send_rows(read(), value_chunk, |response| {
+                responses.push(response);
+                true
+            });
+            return Ok(Response::new(Box::pin(tokio_stream::iter(responses))));
+        }
+        let (tx, rx) = mpsc::channel(READ_AHEAD);
         tokio::task::spawn_blocking(move || {
-            let mut read = table.read_rows(rows, &filter).limit(limit).report_scanned(REPORT_SCANNED_EVERY);
-            if req.reversed {
-                read = read.reversed();
-            }
-            // Rows are packed into a response until it holds PACK_BYTES of
-            // values; it is sent then, before a scanned-row report, before
-            // an error, and at the end. A full channel blocks the read: a
-            // slow client slows it, and nothing gathers in memory.
-            let mut packed = Packed::default();
-            let send = |response: Result<pb::ReadRowsResponse, Status>| tx.blocking_send(response).is_ok();
-            while let Some(step) = read.next_step() {
-                match step {
-                    Ok(Step::Row(row)) => {
-                        if packed.add(&row, value_chunk) >= PACK_BYTES && !send(Ok(packed.take())) {
-                            return; // The client went away: stop reading.
-                        }
-                    }
-                    Ok(Step::Scanned(key)) => {
-                        let report = pb::ReadRowsResponse {
-                            last_scanned_row_key: Bytes::copy_from_slice(key),
-                            ..pb::ReadRowsResponse::default()
-                        };
-                        if (!packed.is_empty() && !send(Ok(packed.take()))) || !send(Ok(report)) {
-                            return;
-                        }
-                    }
-                    Err(e) => {
-                        if packed.is_empty() || send(Ok(packed.take())) {
-                            send(Err(status_of(&e)));
-                        }
-                        return;
-                    }
-                }
-            }
-            if !packed.is_empty() {
-                send(Ok(packed.take()));
-            }
+            send_rows(read(), value_chunk, |response| tx.blocking_send(response).is_ok());
         });
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }

@@ -12,7 +12,7 @@ use base64::Engine as _;
 use base64::alphabet;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use bytes::Bytes;
-use cellardb::{Db, Step, Table};
+use cellardb::{Db, Durability, Step, Table};
 use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as pb;
 use googleapis_tonic_google_bigtable_v2::google::rpc;
 use prost::Message as _;
@@ -150,6 +150,18 @@ pub(crate) async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(f).await.map_err(|e| Status::internal(format!("a request's task failed: {e}")))?
 }
 
+/// Runs the write `f`: on this task when the database's writes are
+/// buffered (a memtable insert and a `write` to the log, shorter than the
+/// hand-offs to a blocking thread and back; it waits, as every writer does,
+/// only when flushes fall behind), on the blocking pool when each waits for
+/// the disk.
+async fn write<T: Send + 'static>(
+    db: &Db,
+    f: impl FnOnce() -> Result<T, Status> + Send + 'static,
+) -> Result<T, Status> {
+    if db.durability() == Durability::Buffered { f() } else { blocking(f).await }
+}
+
 fn unimplemented<T>(what: &str) -> Result<T, Status> {
     Err(Status::unimplemented(format!("{what} is not served by cellardb (docs/server.md lists what is)")))
 }
@@ -261,7 +273,8 @@ impl Bigtable for DataService {
         check_mutation_count(req.mutations.len())?;
         let mutations = convert::mutations(&req.mutations)?;
         let key = req.row_key;
-        blocking(move || table.mutate_row(&key, mutations).map_err(|e| status_of(&e))).await?;
+        let db = table.db().clone();
+        write(&db, move || table.mutate_row(&key, mutations).map_err(|e| status_of(&e))).await?;
         Ok(Response::new(pb::MutateRowResponse {}))
     }
 
@@ -292,7 +305,8 @@ impl Bigtable for DataService {
                 Err(status) => refused.push(Some(status)),
             }
         }
-        let statuses = blocking(move || {
+        let db = table.db().clone();
+        let statuses = write(&db, move || {
             let mut written = table.mutate_rows(valid).into_iter();
             Ok(refused
                 .into_iter()

@@ -38,7 +38,7 @@ use crate::fs::{FileLock, Fs};
 use crate::manifest::{self, ManifestState};
 use crate::memtable::Memtable;
 use crate::model::RangeDrop;
-use crate::options::Options;
+use crate::options::{Durability, Options};
 use crate::sst::SstBlockCache;
 use crate::wal::WalWriter;
 use crate::{Error, Result};
@@ -157,6 +157,13 @@ impl Db {
     /// Whether the database was opened read-only.
     pub fn is_read_only(&self) -> bool {
         self.core().read_only
+    }
+
+    /// What an acknowledged write survives: a `Buffered` write is in the
+    /// log's file when acknowledged (a `write`, no `fsync`), a `Sync`
+    /// write on the disk.
+    pub fn durability(&self) -> Durability {
+        self.core().opts.durability
     }
 
     pub(crate) fn core(&self) -> &Arc<Core> {

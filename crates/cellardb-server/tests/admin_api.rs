@@ -193,47 +193,39 @@ async fn list_tables_pages_by_page_size_and_token() {
     assert_eq!(h.admin.list_tables(negative).await.unwrap_err().code(), Code::InvalidArgument);
 }
 
+/// Sets `m:q` to `v` at 1000.
+fn set_m_q() -> data::Mutation {
+    data::Mutation {
+        mutation: Some(data::mutation::Mutation::SetCell(data::mutation::SetCell {
+            family_name: "m".into(),
+            column_qualifier: Bytes::from_static(b"q"),
+            timestamp_micros: 1000,
+            value: Bytes::from_static(b"v"),
+        })),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drop_row_range_deletes_a_prefix_or_everything() {
     let mut h = start().await;
     h.admin.create_table(create("t", &[("m", versions(1))])).await.unwrap();
     let table = format!("{INSTANCE}/tables/t");
     for key in ["a1", "a2", "b1"] {
-        let set = data::Mutation {
-            mutation: Some(data::mutation::Mutation::SetCell(data::mutation::SetCell {
-                family_name: "m".into(),
-                column_qualifier: Bytes::from_static(b"q"),
-                timestamp_micros: 1000,
-                value: Bytes::from_static(b"v"),
-            })),
-        };
         let request = data::MutateRowRequest {
             table_name: table.clone(),
             row_key: Bytes::copy_from_slice(key.as_bytes()),
-            mutations: vec![set],
+            mutations: vec![set_m_q()],
             ..Default::default()
         };
         h.data.mutate_row(request).await.unwrap();
     }
-    let keys = |h: &mut Harness| {
-        let request = data::ReadRowsRequest { table_name: table.clone(), ..Default::default() };
-        let mut data = h.data.clone();
-        async move {
-            let mut stream = data.read_rows(request).await.unwrap().into_inner();
-            let mut keys = Vec::new();
-            while let Some(r) = stream.message().await.unwrap() {
-                keys.extend(r.chunks.iter().filter(|c| !c.row_key.is_empty()).map(|c| c.row_key.clone()));
-            }
-            keys
-        }
-    };
     let range = |target| admin::DropRowRangeRequest { name: table.clone(), target: Some(target) };
     h.admin.drop_row_range(range(Target::RowKeyPrefix(Bytes::from_static(b"a")))).await.unwrap();
-    assert_eq!(keys(&mut h).await, [Bytes::from_static(b"b1")]);
+    assert_eq!(keys_of(&mut h, &table).await.unwrap(), [Bytes::from_static(b"b1")]);
     let empty = h.admin.drop_row_range(range(Target::RowKeyPrefix(Bytes::new()))).await.unwrap_err();
     assert_eq!(empty.code(), Code::InvalidArgument);
     h.admin.drop_row_range(range(Target::DeleteAllDataFromTable(true))).await.unwrap();
-    assert!(keys(&mut h).await.is_empty());
+    assert!(keys_of(&mut h, &table).await.unwrap().is_empty());
     h.stop().await;
 }
 
@@ -360,14 +352,7 @@ async fn each_instance_keeps_its_own_tables_across_a_restart() {
     let mut in_other = create("t", &[("n", versions(1))]);
     in_other.parent = other.into();
     h.admin.create_table(in_other).await.unwrap();
-    let set = data::Mutation {
-        mutation: Some(data::mutation::Mutation::SetCell(data::mutation::SetCell {
-            family_name: "m".into(),
-            column_qualifier: Bytes::from_static(b"q"),
-            timestamp_micros: 1000,
-            value: Bytes::from_static(b"v"),
-        })),
-    };
+    let set = set_m_q();
     let write = |table: String| data::MutateRowRequest {
         table_name: table,
         row_key: Bytes::from_static(b"r"),

@@ -717,16 +717,11 @@ fn report(config: &Config, results: &BTreeMap<(&str, usize, ServerKind), Vec<Fig
                 let values = |kind| -> Option<Vec<f64>> {
                     of(kind).map(|runs| runs.iter().map(|f| pick(f) / if per_cell { cells } else { 1.0 }).collect())
                 };
-                let cellar = values(ServerKind::Cellardb).unwrap_or_default();
-                let emulator = values(ServerKind::Emulator);
-                let ratios = emulator.as_ref().map(|e| cellar.iter().zip(e).map(|(c, e)| c / e).collect::<Vec<_>>());
-                println!(
-                    "| {} | {clients} | {name} | {} | {} | {} |",
-                    pattern.name(),
-                    spread(&cellar, 0),
-                    emulator.as_deref().map_or("-".into(), |e| spread(e, 0)),
-                    ratios.as_deref().map_or("-".into(), |r| spread(r, 2)),
+                let compared = compared(
+                    &values(ServerKind::Cellardb).unwrap_or_default(),
+                    values(ServerKind::Emulator).as_deref(),
                 );
+                println!("| {} | {clients} | {name} | {compared} |", pattern.name());
             }
         }
     }
@@ -736,6 +731,18 @@ fn report(config: &Config, results: &BTreeMap<(&str, usize, ServerKind), Vec<Fig
             runs[0].rss_by_cells.iter().map(|(cells, rss)| format!("{}k: {}", cells / 1000, rss >> 20)).collect();
         println!("- {pattern}, {clients} clients, {}: {}", kind.name(), curve.join(", "));
     }
+}
+
+/// A figure's table cells: cellardb's rounds, the emulator's (if it ran)
+/// and the ratio of each round's, each as its median and range.
+fn compared(cellar: &[f64], emulator: Option<&[f64]>) -> String {
+    let ratios = emulator.map(|e| cellar.iter().zip(e).map(|(c, e)| c / e).collect::<Vec<_>>());
+    format!(
+        "{} | {} | {}",
+        spread(cellar, 0),
+        emulator.map_or("-".into(), |e| spread(e, 0)),
+        ratios.as_deref().map_or("-".into(), |r| spread(r, 2)),
+    )
 }
 
 /// "median (min-max)" with `decimals` places.

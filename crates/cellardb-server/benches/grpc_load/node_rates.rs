@@ -11,7 +11,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use pb::bigtable_client::BigtableClient;
 
-use super::{BoxError, Server, ServerKind, SplitMix64, cpu_of, create_table, pb, spread};
+use super::{BoxError, Server, ServerKind, SplitMix64, compared, cpu_of, create_table, pb};
 
 const TABLE_ID: &str = "kv";
 const FAMILY: &str = "f";
@@ -227,14 +227,9 @@ pub async fn run(config: &NodeConfig) -> Result<(), BoxError> {
     println!("| --- | --- | --- | --- |");
     for (name, pick) in figures {
         let values = |kind| results.get(&kind).map(|runs| runs.iter().map(pick).collect::<Vec<f64>>());
-        let cellar = values(ServerKind::Cellardb).unwrap_or_default();
-        let emulator = values(ServerKind::Emulator);
-        let ratios = emulator.as_ref().map(|e| cellar.iter().zip(e).map(|(c, e)| c / e).collect::<Vec<_>>());
         println!(
-            "| {name} | {} | {} | {} |",
-            spread(&cellar, 0),
-            emulator.as_deref().map_or("-".into(), |e| spread(e, 0)),
-            ratios.as_deref().map_or("-".into(), |r| spread(r, 2)),
+            "| {name} | {} |",
+            compared(&values(ServerKind::Cellardb).unwrap_or_default(), values(ServerKind::Emulator).as_deref())
         );
     }
     Ok(())

@@ -2,14 +2,19 @@
 //! `INVALID_ARGUMENT`. tonic's prost codec answers it `INTERNAL`, which
 //! Google's clients may retry until their deadline; a request that does not
 //! decode (bytes that are not the message, a message nested deeper than
-//! the decoder follows) fails the same way every time it is sent.
+//! the decoder follows) fails the same way every time it is sent. So does
+//! a request whose messages would take too much memory decoded
+//! ([`crate::decoded`]), refused before it is decoded.
 
 use std::marker::PhantomData;
 
+use bytes::Buf;
 use prost::Message;
 use tonic::Status;
 use tonic::codec::{Codec, DecodeBuf, Decoder};
 use tonic_prost::{ProstCodec, ProstEncoder};
+
+use crate::decoded::{MAX_DECODED, decoded_size, shape_of};
 
 /// The codec of every method: `T` answered, `U` taken.
 #[derive(Debug)]
@@ -44,12 +49,22 @@ where
 #[derive(Debug)]
 pub struct RequestDecoder<U>(PhantomData<U>);
 
-impl<U: Message + Default> Decoder for RequestDecoder<U> {
+impl<U: Message + Default + 'static> Decoder for RequestDecoder<U> {
     type Item = U;
     type Error = Status;
 
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
-        U::decode(buf).map(Some).map_err(|e| {
+        let bytes = buf.copy_to_bytes(buf.remaining());
+        let decoded = decoded_size(&bytes, shape_of::<U>(), MAX_DECODED);
+        if decoded > MAX_DECODED {
+            return Err(Status::invalid_argument(format!(
+                "the request holds too many messages: decoded, they would take over {} MiB (at most {} MiB; \
+                 Bigtable's largest write, 100,000 mutations, takes three quarters of that)",
+                decoded >> 20,
+                MAX_DECODED >> 20
+            )));
+        }
+        U::decode(bytes).map(Some).map_err(|e| {
             Status::invalid_argument(format!(
                 "the request does not decode as a protobuf message (nested at most 100 deep): {e}"
             ))

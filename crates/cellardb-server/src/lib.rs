@@ -10,6 +10,7 @@ mod chunks;
 mod codec;
 mod convert;
 mod data;
+mod decoded;
 mod names;
 mod status;
 
@@ -93,6 +94,26 @@ impl From<UnixListener> for Listener {
     }
 }
 
+/// The Data API and the table admin API over `db`, as one service of
+/// HTTP/2 requests: for a program that serves them beside its own in a
+/// tonic server (`Server::builder().add_routes(...)`), and for calling them
+/// in-process, without a socket (the server's fuzzing does).
+///
+/// # Errors
+/// [`ServeError::Instance`] if `options.instance` is not an instance's
+/// name.
+pub fn routes(db: Db, options: &ServeOptions) -> Result<tonic::service::Routes, ServeError> {
+    let names = Names::new(&options.instance).map_err(|e| ServeError::Instance(e.message().to_owned()))?;
+    let admin =
+        bigtable_table_admin_server::BigtableTableAdminServer::new(AdminService::new(db.clone(), names.clone()))
+            .max_decoding_message_size(MAX_MESSAGE)
+            .max_encoding_message_size(MAX_MESSAGE);
+    let data = bigtable_server::BigtableServer::new(DataService::new(db, names, options.value_chunk))
+        .max_decoding_message_size(MAX_MESSAGE)
+        .max_encoding_message_size(MAX_MESSAGE);
+    Ok(tonic::service::Routes::new(data).add_service(admin).prepare())
+}
+
 /// Serves the Data API and the table admin API over `db` on `listener`
 /// until `shutdown` completes,
 /// then stops accepting calls and waits for those in flight.
@@ -106,15 +127,7 @@ pub async fn serve(
     options: ServeOptions,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
-    let names = Names::new(&options.instance).map_err(|e| ServeError::Instance(e.message().to_owned()))?;
-    let admin =
-        bigtable_table_admin_server::BigtableTableAdminServer::new(AdminService::new(db.clone(), names.clone()))
-            .max_decoding_message_size(MAX_MESSAGE)
-            .max_encoding_message_size(MAX_MESSAGE);
-    let data = bigtable_server::BigtableServer::new(DataService::new(db, names, options.value_chunk))
-        .max_decoding_message_size(MAX_MESSAGE)
-        .max_encoding_message_size(MAX_MESSAGE);
-    let router = tonic::transport::Server::builder().add_service(data).add_service(admin);
+    let router = tonic::transport::Server::builder().add_routes(routes(db, &options)?);
     match listener.into() {
         Listener::Tcp(listener) => router.serve_with_incoming_shutdown(without_nagle(listener), shutdown).await,
         Listener::Unix(listener) => {

@@ -360,13 +360,23 @@ struct WrongWireType {
     table_name: u64,
 }
 
-/// `MutateRow` called with bytes that do not decode as its request.
-async fn undecodable_mutate_row(channel: Channel) -> tonic::Status {
+/// A `MutateRowRequest` on the wire whose mutations are all empty: each
+/// element 2 bytes sent, a `Mutation` of a few hundred bytes decoded.
+#[derive(Clone, PartialEq, prost::Message)]
+struct EmptyMutations {
+    #[prost(string, tag = "1")]
+    table_name: String,
+    #[prost(bytes = "vec", repeated, tag = "3")]
+    mutations: Vec<Vec<u8>>,
+}
+
+/// `MutateRow` called with `request`, a message of another type.
+async fn mutate_row_as<M: prost::Message + Default + 'static>(channel: Channel, request: M) -> tonic::Status {
     let mut grpc = tonic::client::Grpc::new(channel);
     grpc.ready().await.unwrap();
     let path = tonic::codegen::http::uri::PathAndQuery::from_static("/google.bigtable.v2.Bigtable/MutateRow");
-    let codec = tonic_prost::ProstCodec::<WrongWireType, pb::MutateRowResponse>::default();
-    grpc.unary(tonic::Request::new(WrongWireType { table_name: 7 }), path, codec).await.unwrap_err()
+    let codec = tonic_prost::ProstCodec::<M, pb::MutateRowResponse>::default();
+    grpc.unary(tonic::Request::new(request), path, codec).await.unwrap_err()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -421,9 +431,15 @@ async fn errors_are_the_codes_bigtable_answers_with() {
     let err = read(&mut h.client, pb::ReadRowsRequest { filter: Some(deep), ..read_all() }).await.unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
     assert!(err.message().contains("does not decode"), "{err:?}");
-    let err = undecodable_mutate_row(h.channel.clone()).await;
+    let err = mutate_row_as(h.channel.clone(), WrongWireType { table_name: 7 }).await;
     assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
     assert!(err.message().contains("does not decode"), "{err:?}");
+    // A million empty mutations: 2 MB sent, hundreds of MB decoded; refused
+    // before it is decoded.
+    let flood = EmptyMutations { table_name: TABLE.into(), mutations: vec![Vec::new(); 1_000_000] };
+    let err = mutate_row_as(h.channel.clone(), flood).await;
+    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+    assert!(err.message().contains("too many messages"), "{err:?}");
     // What cellardb does not serve.
     let err = h.client.prepare_query(pb::PrepareQueryRequest::default()).await.unwrap_err();
     assert_eq!(err.code(), Code::Unimplemented);

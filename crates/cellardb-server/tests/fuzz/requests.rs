@@ -134,8 +134,14 @@ fn label(rng: &mut Rng) -> String {
 }
 
 /// A filter nested at most `depth` deep; now and then, a chain nested
-/// around the decoder's limit of 100 messages deep.
+/// around the decoder's limit of 100 messages deep, or an interleave of
+/// many patterns of a few MiB compiled each.
 pub fn filter(rng: &mut Rng, depth: usize) -> pb::RowFilter {
+    if rng.one_in(256) {
+        let big = F::ValueRegexFilter(Bytes::from_static(br"(?:[a-z]{40}\d){300}"));
+        let filters = vec![pb::RowFilter { filter: Some(big) }; 1 + rng.below(100)];
+        return pb::RowFilter { filter: Some(F::Interleave(pb::row_filter::Interleave { filters })) };
+    }
     if rng.one_in(128) {
         return (0..40 + rng.below(40)).fold(pb::RowFilter { filter: Some(F::PassAllFilter(true)) }, |inner, _| {
             pb::RowFilter { filter: Some(F::Chain(pb::row_filter::Chain { filters: vec![inner] })) }

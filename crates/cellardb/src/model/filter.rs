@@ -10,7 +10,7 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 
-use super::re2::BytesRegex;
+use super::re2::{BytesRegex, RegexLimits};
 use crate::model::TimeRange;
 use crate::{Error, Result};
 
@@ -215,7 +215,46 @@ impl Filter {
                 Filter::MAX_DEPTH
             )));
         }
+        self.compile_regexes();
         self.validate_rules()
+    }
+
+    /// Compiles the filter's patterns, each within its share of the
+    /// filter's budget ([`RegexLimits::shared`]), so that a filter's
+    /// patterns take a bounded memory however many there are.
+    fn compile_regexes(&self) {
+        let mut regexes = Vec::new();
+        self.visit(&mut |f| {
+            if let Filter::FamilyNameRegex(p)
+            | Filter::ColumnQualifierRegex(p)
+            | Filter::RowKeyRegex(p)
+            | Filter::ValueRegex(p) = f
+            {
+                regexes.push(p);
+            }
+        });
+        let limits = RegexLimits::shared(regexes.iter().filter(|p| p.needs_program()).count());
+        for p in regexes {
+            p.compile_within(limits);
+        }
+    }
+
+    /// Calls `f` on this filter and every filter inside it, without
+    /// recursion.
+    fn visit<'a>(&'a self, f: &mut impl FnMut(&'a Filter)) {
+        let mut stack = vec![self];
+        while let Some(filter) = stack.pop() {
+            f(filter);
+            match filter {
+                Filter::Chain(fs) | Filter::Interleave(fs) => stack.extend(fs.iter()),
+                Filter::Condition { predicate, true_filter, false_filter } => {
+                    stack.extend(
+                        std::iter::once(&**predicate).chain(true_filter.as_deref()).chain(false_filter.as_deref()),
+                    );
+                }
+                _ => {}
+            }
+        }
     }
 
     /// How deep filters may nest in chains, interleaves and conditions: as
@@ -707,6 +746,28 @@ mod tests {
         assert_eq!(row.apply(&Filter::column_qualifier_regex(r"a\C*")).len(), 2);
         assert_eq!(row.apply(&Filter::column_qualifier_regex(r"x")).len(), 0, "the whole qualifier");
         assert!(Filter::column_qualifier_regex("a)|(?:b").validate().is_err(), "invalid alone, invalid anchored");
+    }
+
+    #[test]
+    fn a_filters_patterns_share_one_memory_budget() {
+        // A pattern of a few MiB compiles alone, and twice; a hundred of
+        // them in one filter would take hundreds of MiB, and are refused.
+        let big = r"(?:[a-z]{40}\d){300}";
+        assert!(Filter::value_regex(big).validate().is_ok());
+        assert!(Filter::interleave([Filter::value_regex(big), Filter::row_key_regex(big)]).validate().is_ok());
+        let many = Filter::interleave((0..100).map(|_| Filter::value_regex(big)));
+        let refused = many.validate().unwrap_err().to_string();
+        assert!(refused.contains("share"), "{refused}");
+        // A thousand small patterns and any number of literals still fit.
+        assert!(
+            Filter::interleave((0..1000).map(|i| Filter::column_qualifier_regex(format!("q{i}.*")))).validate().is_ok()
+        );
+        assert!(
+            Filter::interleave((0..1000).map(|i| Filter::column_qualifier_regex(format!("q{i}")))).validate().is_ok()
+        );
+        // A filter used without validation compiles each pattern alone.
+        let row = TestRow::new(&[(0, "qa", 1)]);
+        assert_eq!(row.apply(&Filter::column_qualifier_regex("q.")).len(), 1);
     }
 
     #[test]

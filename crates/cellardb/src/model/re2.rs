@@ -26,15 +26,48 @@
 //! crate, whose syntax is RE2's for the rest.
 
 use std::fmt::Write as _;
+use std::sync::OnceLock;
 
 use regex::bytes::{Regex, RegexBuilder};
 
 /// A regular expression as Bigtable applies it: RE2 syntax over raw bytes,
 /// matching the whole string.
+///
+/// It compiles when first used, or when the filter holding it is
+/// validated, which gives each of the filter's patterns its share of a
+/// budget ([`RegexLimits::shared`]): a filter of a thousand patterns cannot
+/// take a thousand times one pattern's memory.
 #[derive(Debug, Clone)]
 pub struct BytesRegex {
     source: Vec<u8>,
-    compiled: std::result::Result<Matcher, String>,
+    compiled: OnceLock<std::result::Result<Matcher, String>>,
+}
+
+/// The memory a compiled pattern may take: its program, and the cache its
+/// matcher fills as it runs (per thread that matches it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RegexLimits {
+    program: usize,
+    cache: usize,
+}
+
+impl RegexLimits {
+    /// One pattern's limits: the `regex` crate's defaults, close to RE2's
+    /// own budget of 8 MiB per pattern.
+    pub(crate) const ONE: RegexLimits = RegexLimits { program: 10 << 20, cache: 2 << 20 };
+
+    /// What all of a filter's compiled patterns may take together.
+    pub(crate) const FILTER: RegexLimits = RegexLimits { program: 64 << 20, cache: 16 << 20 };
+
+    /// Each pattern's share when `n` patterns compile in one filter: the
+    /// filter's budget divided among them, at most [`RegexLimits::ONE`].
+    pub(crate) fn shared(n: usize) -> RegexLimits {
+        let n = n.max(1);
+        RegexLimits {
+            program: (Self::FILTER.program / n).min(Self::ONE.program),
+            cache: (Self::FILTER.cache / n).min(Self::ONE.cache),
+        }
+    }
 }
 
 /// How a valid pattern is matched.
@@ -50,23 +83,25 @@ enum Matcher {
 
 impl BytesRegex {
     pub(crate) fn new(source: &[u8]) -> Self {
-        if is_literal(source) {
-            return BytesRegex { source: source.to_vec(), compiled: Ok(Matcher::Literal) };
-        }
-        let build =
-            |pattern: &str| RegexBuilder::new(pattern).unicode(false).octal(true).build().map_err(|e| e.to_string());
-        // The pattern must be valid on its own: wrapping an invalid one such
-        // as `a)|(b` in the anchors could make it valid, and wrong.
-        let compiled = translate(source)
-            .and_then(|translated| build(&translated).and_then(|_| build(&format!("^(?:{translated})$"))))
-            .map(Matcher::Regex);
-        BytesRegex { source: source.to_vec(), compiled }
+        BytesRegex { source: source.to_vec(), compiled: OnceLock::new() }
+    }
+
+    /// Compiles the pattern within `limits`, unless it has compiled
+    /// already. Whether it compiles is then settled.
+    pub(crate) fn compile_within(&self, limits: RegexLimits) {
+        self.compiled.get_or_init(|| compile(&self.source, limits));
+    }
+
+    /// The pattern compiled, within one pattern's limits if nothing
+    /// compiled it before.
+    fn compiled(&self) -> &std::result::Result<Matcher, String> {
+        self.compiled.get_or_init(|| compile(&self.source, RegexLimits::ONE))
     }
 
     /// Whether the pattern matches the whole of `haystack` (never, for a
     /// pattern that does not compile: filters are validated first).
     pub(crate) fn is_match(&self, haystack: &[u8]) -> bool {
-        match &self.compiled {
+        match self.compiled() {
             Ok(Matcher::Literal) => haystack == self.source.as_slice(),
             Ok(Matcher::Regex(r)) => r.is_match(haystack),
             Err(_) => false,
@@ -75,7 +110,13 @@ impl BytesRegex {
 
     /// Why the pattern does not compile, if it does not.
     pub(crate) fn error(&self) -> Option<&str> {
-        self.compiled.as_ref().err().map(String::as_str)
+        self.compiled().as_ref().err().map(String::as_str)
+    }
+
+    /// Whether the pattern is compiled to a program (it is not a plain
+    /// literal, which is compared as bytes).
+    pub(crate) fn needs_program(&self) -> bool {
+        !is_literal(&self.source)
     }
 
     /// The pattern as given.
@@ -88,6 +129,36 @@ impl BytesRegex {
     pub(crate) fn literal(&self) -> Option<&[u8]> {
         is_literal(&self.source).then_some(self.source.as_slice())
     }
+}
+
+/// `source` compiled within `limits`: a literal as itself, anything else
+/// translated, checked alone, then anchored.
+fn compile(source: &[u8], limits: RegexLimits) -> std::result::Result<Matcher, String> {
+    if is_literal(source) {
+        return Ok(Matcher::Literal);
+    }
+    let build = |pattern: &str| {
+        RegexBuilder::new(pattern)
+            .unicode(false)
+            .octal(true)
+            .size_limit(limits.program)
+            .dfa_size_limit(limits.cache)
+            .build()
+            .map_err(|e| match e {
+                regex::Error::CompiledTooBig(_) if limits != RegexLimits::ONE => {
+                    format!(
+                        "{e} (this pattern's share of the {} MiB a filter's patterns share)",
+                        RegexLimits::FILTER.program >> 20
+                    )
+                }
+                e => e.to_string(),
+            })
+    };
+    // The pattern must be valid on its own: wrapping an invalid one such
+    // as `a)|(b` in the anchors could make it valid, and wrong.
+    translate(source)
+        .and_then(|translated| build(&translated).and_then(|_| build(&format!("^(?:{translated})$"))))
+        .map(Matcher::Regex)
 }
 
 /// Whether `pattern` holds no metacharacter, so matches itself only.

@@ -68,9 +68,10 @@ const CALL_DEADLINE: Duration = Duration::from_secs(60);
 
 /// What one call may add to the process's peak resident memory, beside
 /// what its request's size accounts for: a request's decoded messages may
-/// take 64 MiB (twice that while a list of them grows), and a read holds
-/// a few responses of 256 KiB.
-const MEMORY_PER_CALL: u64 = 192 << 20;
+/// take 64 MiB (twice that while a list of them grows), its filter's
+/// compiled patterns 64 MiB and their caches 16 MiB, and a read holds a
+/// few responses of 256 KiB.
+const MEMORY_PER_CALL: u64 = 256 << 20;
 const MEMORY_PER_REQUEST_BYTE: u64 = 8;
 
 /// Calls made against one database before it is checked and replaced.

@@ -37,6 +37,9 @@
 //! 1 KB rows: writes and point reads per second and per server CPU second,
 //! and a scan's MB/s (`grpc_load/node_rates.rs`).
 //!
+//! `--server-workers N` runs cellardb's server on a runtime of N worker
+//! threads rather than Tokio's default (one per core), to compare.
+//!
 //! Without `--bench` (as `cargo test --benches` runs it), it makes one small
 //! run of each kind against cellardb alone, so the program cannot rot.
 
@@ -74,8 +77,9 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 fn main() -> Result<(), BoxError> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(i) = args.iter().position(|a| a == "--serve-child") {
-        return serve_child(Path::new(&args[i + 1]));
+        return serve_child(Path::new(&args[i + 1]), flag_value(&args, "--workers")?);
     }
+    SERVER_WORKERS.get_or_init(|| flag_value(&args, "--server-workers").ok().flatten());
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     if !args.iter().any(|a| a == "--bench") {
         let node = node_rates::NodeConfig { rows: 400, reads: 5, rounds: 1, emulator: false };
@@ -102,6 +106,7 @@ fn node_config(args: &[String]) -> Result<node_rates::NodeConfig, BoxError> {
             "--reads" => c.reads = value()?.parse()?,
             "--rounds" => c.rounds = value()?.parse()?,
             "--no-emulator" => c.emulator = false,
+            "--server-workers" => drop(value()?),
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -146,6 +151,7 @@ impl Config {
                         .collect::<Result<_, _>>()?;
                 }
                 "--no-emulator" => c.emulator = false,
+                "--server-workers" => drop(value()?),
                 other => return Err(format!("unknown argument {other}").into()),
             }
         }
@@ -562,6 +568,9 @@ impl Server {
             ServerKind::Cellardb => {
                 let mut c = Command::new(std::env::current_exe()?);
                 c.arg("--serve-child").arg(dir).stdin(Stdio::piped());
+                if let Some(n) = SERVER_WORKERS.get().copied().flatten() {
+                    c.arg("--workers").arg(n.to_string());
+                }
                 c
             }
             ServerKind::Emulator => {
@@ -668,11 +677,28 @@ impl RssSampler {
     }
 }
 
-/// `--serve-child DIR`: cellardb's server over a new database at DIR, on a
-/// free loopback port it prints, until standard input closes.
-fn serve_child(dir: &Path) -> Result<(), BoxError> {
+/// `--server-workers N`: cellardb's server runs on N worker threads rather
+/// than one per core, to compare the two.
+static SERVER_WORKERS: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+
+/// The number after `flag` in `args`, if the flag is there.
+fn flag_value(args: &[String], flag: &str) -> Result<Option<usize>, BoxError> {
+    match args.iter().position(|a| a == flag) {
+        None => Ok(None),
+        Some(i) => Ok(Some(args.get(i + 1).ok_or(format!("{flag} needs a number"))?.parse()?)),
+    }
+}
+
+/// `--serve-child DIR [--workers N]`: cellardb's server over a new
+/// database at DIR, on a free loopback port it prints, until standard
+/// input closes.
+fn serve_child(dir: &Path, workers: Option<usize>) -> Result<(), BoxError> {
     let db = Options::default().open(dir)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = workers {
+        builder.worker_threads(n);
+    }
+    let runtime = builder.enable_all().build()?;
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         println!("listening {}", listener.local_addr()?);

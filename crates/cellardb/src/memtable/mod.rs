@@ -18,7 +18,7 @@
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
-use std::ops::Bound;
+use std::ops::{Bound, Range};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 
 use bytes::{Bytes, BytesMut};
@@ -375,17 +375,16 @@ impl Memtable {
             return Vec::new();
         }
         let tree = self.tree.read();
-        let mut out = Vec::with_capacity(limit.min(1024));
-        let mut copier = EntryCopier::default();
+        let mut copier = EntryCopier::with_capacity(limit.min(1024));
         let mut visit_row = |rk: &RowKey, cells: &RowCells| {
             let row = rk.row.as_slice();
             let cell_lo = cell_bound(&bounds.0, row);
             let cell_hi = cell_bound(&bounds.1, row);
             cells.visit(&cell_lo, &cell_hi, reverse, |ck, v| {
-                out.push(copier.copy(row, ck, v));
-                out.len() < limit
+                copier.copy(row, ck, v);
+                copier.len() < limit
             });
-            out.len() < limit
+            copier.len() < limit
         };
         let range = tree.rows.range((lo, hi));
         if reverse {
@@ -393,7 +392,8 @@ impl Memtable {
         } else {
             let _ = range.into_iter().all(|(rk, cells)| visit_row(rk, cells));
         }
-        out
+        drop(tree);
+        copier.finish()
     }
 
     /// Calls `f` with every entry of `store`, in key order, holding the read
@@ -471,35 +471,100 @@ fn touch_ahead(rows: &[(&RowKey, &RowCells)]) {
     std::hint::black_box(sum);
 }
 
-/// Turns cells into owned entries; a row or qualifier equal to the previous
-/// entry's shares its buffer, values are slices of the arena.
-#[derive(Default)]
+/// Copies a chunk's entries out of the tree. Row keys and inline
+/// qualifiers go into one buffer for the whole chunk, each written once
+/// for the run of entries that share it, so a chunk costs one allocation
+/// for its keys rather than one per row and per column (a scan of small
+/// rows, or of deleted ones, was mostly allocation).
 struct EntryCopier {
-    row: Bytes,
-    qualifier: Bytes,
+    keys: Vec<u8>,
+    entries: Vec<CopiedEntry>,
+    /// Where the last row key and qualifier were written, to reuse them.
+    row: Range<usize>,
+    qualifier: CopiedQualifier,
+}
+
+/// An entry whose key parts are still positions in the chunk's buffer.
+struct CopiedEntry {
+    row: Range<usize>,
+    qualifier: CopiedQualifier,
+    timestamp: i64,
+    seq: u64,
+    kind: EntryKind,
+    value: Bytes,
+}
+
+/// A qualifier copied into the buffer, or one the arena already shares.
+#[derive(Clone)]
+enum CopiedQualifier {
+    InBuffer(Range<usize>),
+    Shared(Bytes),
 }
 
 impl EntryCopier {
-    fn copy(&mut self, row: &[u8], ck: &CellKey, value: &Bytes) -> Entry {
-        if self.row != row {
-            self.row = Bytes::copy_from_slice(row);
+    fn with_capacity(entries: usize) -> Self {
+        EntryCopier {
+            keys: Vec::new(),
+            entries: Vec::with_capacity(entries),
+            row: 0..0,
+            qualifier: CopiedQualifier::InBuffer(0..0),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn copy(&mut self, row: &[u8], ck: &CellKey, value: &Bytes) {
+        if self.entries.is_empty() || self.keys[self.row.clone()] != *row {
+            self.row = append(&mut self.keys, row);
+            // A new row starts a new run of qualifiers too.
+            self.qualifier = CopiedQualifier::InBuffer(0..0);
         }
         let q = ck.qualifier.as_slice();
-        if self.qualifier != q {
+        let same_qualifier = match &self.qualifier {
+            CopiedQualifier::InBuffer(r) => self.keys[r.clone()] == *q,
+            CopiedQualifier::Shared(b) => b == q,
+        };
+        if !same_qualifier {
             self.qualifier = match &ck.qualifier {
-                KeyBytes::Shared(b) => b.clone(),
-                KeyBytes::Inline(..) => Bytes::copy_from_slice(q),
+                KeyBytes::Shared(b) => CopiedQualifier::Shared(b.clone()),
+                KeyBytes::Inline(..) => CopiedQualifier::InBuffer(append(&mut self.keys, q)),
             };
         }
-        let key = InternalKey {
+        self.entries.push(CopiedEntry {
             row: self.row.clone(),
             qualifier: self.qualifier.clone(),
             timestamp: ck.timestamp,
             seq: ck.seq,
             kind: ck.kind,
-        };
-        Entry { key, value: value.clone() }
+            value: value.clone(),
+        });
     }
+
+    /// The entries, their key parts slices of the one buffer.
+    fn finish(self) -> Vec<Entry> {
+        let keys = Bytes::from(self.keys);
+        self.entries
+            .into_iter()
+            .map(|e| {
+                let qualifier = match e.qualifier {
+                    CopiedQualifier::InBuffer(r) => keys.slice(r),
+                    CopiedQualifier::Shared(b) => b,
+                };
+                let key =
+                    InternalKey { row: keys.slice(e.row), qualifier, timestamp: e.timestamp, seq: e.seq, kind: e.kind };
+                Entry { key, value: e.value }
+            })
+            .collect()
+    }
+}
+
+/// Appends `bytes` to `buffer`; where they now are.
+fn append(buffer: &mut Vec<u8>, bytes: &[u8]) -> Range<usize> {
+    let start = buffer.len();
+    buffer.extend_from_slice(bytes);
+    start..buffer.len()
 }
 
 /// The first row key past `store`.

@@ -116,6 +116,11 @@ fn walk(mut bytes: &[u8], shape: &Shape, depth: usize, limit: usize) -> usize {
             0 => varint(&mut bytes).map(drop),
             1 => advance(&mut bytes, 8),
             5 => advance(&mut bytes, 4),
+            // A group's start and end (deprecated, skipped by the decoder
+            // as unknown fields): its fields are walked as the message's
+            // own, which can only charge more, so a group cannot hide
+            // what follows it.
+            3 | 4 => Some(()),
             2 => {
                 let Some(len) = varint(&mut bytes).and_then(|n| usize::try_from(n).ok()) else { break };
                 let Some(payload) = bytes.get(..len) else { break };
@@ -222,6 +227,15 @@ mod tests {
             decoded_size(&ping.encode_to_vec(), shape_of::<pb::PingAndWarmRequest>(), usize::MAX),
             2 * UNFOLLOWED
         );
+    }
+
+    #[test]
+    fn a_group_does_not_hide_the_messages_after_it() {
+        // Field 99 as an empty group, then the mutations.
+        let mut bytes = vec![0x9b, 0x06, 0x9c, 0x06];
+        bytes.extend(empty_mutations(100));
+        let charged = decoded_size(&bytes, shape_of::<pb::MutateRowRequest>(), usize::MAX);
+        assert_eq!(charged, 100 * size_of::<pb::Mutation>());
     }
 
     #[test]

@@ -239,7 +239,8 @@ fn fuzz(family: &str, service: &str, methods: &[Method]) {
     let mut seen = HashSet::new();
     let mut database = runtime.block_on(Database::fresh());
     let (cpu_before, mut calls, mut most_memory) = (process_cpu(), 0usize, 0u64);
-    while process_cpu().saturating_sub(cpu_before) < budget || calls < pool.len() {
+    let seeds = pool.len();
+    while process_cpu().saturating_sub(cpu_before) < budget || calls < seeds {
         let (method, request) = next_input(&mut rng, &pool, methods, calls);
         let path = format!("{service}{}", methods[method].path);
         let reverse_header = rng.one_in(2);

@@ -223,19 +223,29 @@ impl Filter {
     /// filter's budget ([`RegexLimits::shared`]), so that a filter's
     /// patterns take a bounded memory however many there are.
     fn compile_regexes(&self) {
-        let mut regexes = Vec::new();
-        self.visit(&mut |f| {
-            if let Filter::FamilyNameRegex(p)
-            | Filter::ColumnQualifierRegex(p)
-            | Filter::RowKeyRegex(p)
-            | Filter::ValueRegex(p) = f
-            {
-                regexes.push(p);
+        if !matches!(self, Filter::Chain(_) | Filter::Interleave(_) | Filter::Condition { .. }) {
+            // A leaf, on every read: no walk to allocate.
+            if let Some(p) = self.regex() {
+                p.compile_within(RegexLimits::shared(1));
             }
-        });
+            return;
+        }
+        let mut regexes = Vec::new();
+        self.visit(&mut |f| regexes.extend(f.regex()));
         let limits = RegexLimits::shared(regexes.iter().filter(|p| p.needs_program()).count());
         for p in regexes {
             p.compile_within(limits);
+        }
+    }
+
+    /// The pattern of a regex filter.
+    fn regex(&self) -> Option<&BytesRegex> {
+        match self {
+            Filter::FamilyNameRegex(p)
+            | Filter::ColumnQualifierRegex(p)
+            | Filter::RowKeyRegex(p)
+            | Filter::ValueRegex(p) => Some(p),
+            _ => None,
         }
     }
 

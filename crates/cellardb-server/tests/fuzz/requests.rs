@@ -6,26 +6,22 @@
 //! what does not decode is reached from what does.
 
 use bytes::Bytes;
+use cellardb_lab::workload::SplitMix64;
 use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2 as admin;
 use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as pb;
 use pb::row_filter::Filter as F;
 use prost::Message;
 
-/// A seeded source of draws.
-pub struct Rng(u64);
+/// A seeded source of draws: the lab's splitmix64.
+pub struct Rng(SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed)
+        Rng(SplitMix64(seed))
     }
 
-    /// splitmix64.
     pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// A draw in `0..n` (0 when `n` is 0).

@@ -34,9 +34,9 @@ use regex::bytes::{Regex, RegexBuilder};
 /// matching the whole string.
 ///
 /// It compiles when first used, or when the filter holding it is
-/// validated, which gives each of the filter's patterns its share of a
-/// budget ([`RegexLimits::shared`]): a filter of a thousand patterns cannot
-/// take a thousand times one pattern's memory.
+/// validated, which gives each of the filter's patterns its share of one
+/// budget: a filter of a thousand patterns cannot take a thousand times one
+/// pattern's memory.
 #[derive(Debug, Clone)]
 pub struct BytesRegex {
     source: Vec<u8>,

@@ -59,14 +59,16 @@ mod model;
 mod options;
 mod read;
 mod sst;
+mod version;
 mod wal;
 
 pub use compaction::CompactionStrategy;
-pub use db::{Db, FamilyStats, LevelStats, ReadRows, RecoveryReport, Stats, Step, Table, TableStats};
+pub use db::{Db, FamilyStats, LevelStats, RecoveryReport, Stats, Table, TableStats};
 pub use error::{Error, Result};
 pub use model::{
     Aggregate, BytesRegex, Cell, CellRef, Column, Family, FamilySchema, Filter, GcRule, Mutation, ReadModifyWrite, Row,
     RowRange, RowRef, RowSet, TableSchema, TimeRange, Timestamp, limits, validate_instance_name,
 };
 pub use options::{Compression, Durability, Options, RecoveryMode};
+pub use read::{ReadRows, Step};
 pub use wal::TornTail;

@@ -1,12 +1,10 @@
 //! How a database is opened: durability, memtable and block sizes, compression.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use crate::compaction::CompactionStrategy;
 use crate::fs::{Fs, OsFs};
 pub use crate::sst::Compression;
-use crate::{Db, Result};
 
 /// When a write is acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -171,39 +169,6 @@ impl Options {
     /// How each family's files are compacted.
     pub fn get_compaction_strategy(&self) -> CompactionStrategy {
         self.compaction
-    }
-
-    /// Opens (creating if missing) the database in directory `path`.
-    ///
-    /// # Errors
-    /// `Error::Locked` if another handle holds the directory, `Error::Corruption`
-    /// if the manifest, a log or a table fails its checks, `Error::Io` on I/O failure.
-    pub fn open(self, path: impl AsRef<Path>) -> Result<Db> {
-        Db::open_with(path.as_ref(), self)
-    }
-
-    /// Opens the existing database in `path` to read it, beside a process
-    /// that may have it open for writing, as RocksDB's `OpenForReadOnly`.
-    ///
-    /// Nothing in the directory is created, changed or deleted, and the lock
-    /// is not taken: the view is the live SSTables plus the logs not yet
-    /// flushed, replayed into memory, as of the moment of opening. It does not
-    /// follow later writes (open again for a newer view). If the writer
-    /// flushes or compacts while the view is being gathered, gathering starts
-    /// over, so the view is always a consistent prefix of the writer's
-    /// history. A torn record at the end of the newest log is read as its
-    /// end (it is a write in flight), and the file is left as it is. Writes,
-    /// schema changes, `flush` and `compact_table` fail with
-    /// `Error::ReadOnly`; no background thread runs.
-    ///
-    /// # Errors
-    /// `Error::NotFound` if `path` holds no manifest (it is not a database,
-    /// and a read-only open creates none), `Error::Corruption` if the
-    /// manifest, a log or a table fails its checks, `Error::Io` on I/O
-    /// failure, and `Error::Io` naming the manifest if a writer flushed or
-    /// compacted during each of 20 attempts to gather the view.
-    pub fn open_read_only(self, path: impl AsRef<Path>) -> Result<Db> {
-        Db::open_read_only_with(path.as_ref(), self)
     }
 }
 

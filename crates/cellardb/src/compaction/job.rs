@@ -8,12 +8,13 @@ use std::sync::Arc;
 use super::pass::{PassCounts, PassThrough};
 use super::picker::{OutputLayout, TOMBSTONE_WINDOW};
 use crate::Result;
-use crate::iter::{MergingIter, RowGather};
+use crate::iter::MergingIter;
 use crate::key::EntryRef;
 use crate::manifest::SstMeta;
 use crate::model::range_drop::dropped_below;
 use crate::model::retain::{Keeper, RowContext};
 use crate::model::{Aggregate, GcRule, RangeDrop};
+use crate::read::RowGather;
 use crate::sst::{SstIter, SstReader, SstSummary, SstWriter};
 
 /// A compaction to run.

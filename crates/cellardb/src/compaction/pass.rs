@@ -16,18 +16,15 @@
 //! rest of a block already begun is added entry by entry, skipping the
 //! row's gather and the retain rules.
 //!
-//! An entry passes only where `model::retain` would write it unchanged:
-//!
-//! - its row is in no other input, and no file left out may hold it: the
-//!   row is complete;
-//! - its file was written by a compaction that saw each of its rows whole,
-//!   so it holds one entry per live cell, with sequence number 0 and no
-//!   tombstone (the file's `max_seq` is 0), and the entry is a plain `Put`:
-//!   nothing of it is deleted, overwritten or counted out;
-//! - the family counts no versions (its GC rule has no `max_versions`) and
-//!   is not an aggregate, and the GC rule does not collect the cell by age;
-//! - no dropped row range covers the row;
-//! - the output is one run (time-window outputs split rows by timestamp).
+//! An entry passes only where `model::retain` would write it unchanged,
+//! which `model::shortcut` states and proves: the family may pass
+//! (`family_may_pass`), the file is settled (`file_settled`: written by a
+//! compaction that saw each of its rows whole), and the entry passes
+//! (`entry_passes_compaction`: a plain cell of a complete row that no
+//! dropped range covers and the GC rule does not collect now). Its row is
+//! complete when it is in no other input and no file left out may hold
+//! it. The output must also be one run (time-window outputs split rows by
+//! timestamp).
 //!
 //! `tests/compaction.rs` and the unit tests here check that a compaction
 //! writes the same entries with and without passing rows through.
@@ -37,6 +34,7 @@ use crate::Result;
 use crate::iter::MergingIter;
 use crate::key::{EntryKind, EntryRef};
 use crate::model::range_drop::dropped_below;
+use crate::model::shortcut::{self, PassCandidate};
 use crate::sst::{DecodedBlock, SstIter, SstReader};
 
 /// Passes rows through to a compaction's output (see the module's doc).
@@ -47,8 +45,8 @@ pub(crate) struct PassThrough<'a> {
     settled: Vec<bool>,
     /// The next row of the other inputs: what passes sorts before it.
     bound: Option<Vec<u8>>,
-    /// The last row checked, and whether its entries may pass.
-    checked: Option<(Vec<u8>, bool)>,
+    /// The last row checked, and whether it is complete and dropped.
+    checked: Option<(Vec<u8>, RowFacts)>,
     /// What passed.
     pub counts: PassCounts,
 }
@@ -68,10 +66,11 @@ impl<'a> PassThrough<'a> {
     /// The pass-through of `job`, if its output and family allow one.
     pub fn new(job: &'a Job<'a>) -> Option<PassThrough<'a>> {
         let one_run = matches!(job.layout, super::picker::OutputLayout::Level(_));
-        if !one_run || job.aggregate.is_some() || job.gc_rule.version_limit().is_some() {
+        if !one_run || !shortcut::family_may_pass(job.gc_rule, job.aggregate) {
             return None;
         }
-        let settled = job.inputs.iter().map(|r| r.props().max_seq == 0 && r.props().tombstones == 0).collect();
+        let settled =
+            job.inputs.iter().map(|r| shortcut::file_settled(r.props().max_seq, r.props().tombstones)).collect();
         Some(PassThrough { job, settled, bound: None, checked: None, counts: PassCounts::default() })
     }
 
@@ -193,37 +192,63 @@ impl<'a> PassThrough<'a> {
         if self.bound.as_deref().is_some_and(|b| last_row >= b) || !block.all_settled_puts() {
             return false;
         }
-        if block.oldest_timestamp().is_some_and(|ts| self.job.gc_rule.collects(0, ts, self.job.now)) {
-            return false;
-        }
+        // Every entry is a settled cell, and GC by age collects an older
+        // cell wherever it collects a newer one: the block passes if its
+        // oldest cell would with each of its rows.
+        let oldest = block.oldest_timestamp().unwrap_or(i64::MAX);
         let mut key = Vec::new();
-        block.rows().all(|row| self.row_passes(row.bytes(&mut key)))
+        block.rows().all(|row| {
+            let facts = self.row_facts(row.bytes(&mut key));
+            self.passes(EntryKind::Put, 0, oldest, facts)
+        })
     }
 
     /// Whether entry `e` passes.
     fn entry_passes(&mut self, e: &EntryRef<'_>) -> bool {
-        if self.bound.as_deref().is_some_and(|b| e.row >= b) || e.kind != EntryKind::Put || e.seq != 0 {
+        if self.bound.as_deref().is_some_and(|b| e.row >= b) {
             return false;
         }
-        !self.job.gc_rule.collects(0, e.timestamp, self.job.now) && self.row_passes(e.row)
+        let facts = self.row_facts(e.row);
+        self.passes(e.kind, e.seq, e.timestamp, facts)
     }
 
-    /// Whether entries of `row` may pass: it is complete, and no dropped
-    /// range covers it.
-    fn row_passes(&mut self, row: &[u8]) -> bool {
-        if let Some((checked, passes)) = &self.checked
+    fn passes(&self, kind: EntryKind, seq: u64, timestamp: i64, row: RowFacts) -> bool {
+        shortcut::entry_passes_compaction(PassCandidate {
+            kind,
+            seq,
+            timestamp,
+            gc_rule: self.job.gc_rule,
+            now: self.job.now,
+            row_complete: row.complete,
+            row_dropped: row.dropped,
+        })
+    }
+
+    /// Whether `row` is complete (no file left out may hold it) and whether
+    /// a dropped range covers it; the last row's answer is kept.
+    fn row_facts(&mut self, row: &[u8]) -> RowFacts {
+        if let Some((checked, facts)) = &self.checked
             && checked == row
         {
-            return *passes;
+            return *facts;
         }
-        let complete = !self.job.older.iter().any(|f| f.may_hold(row));
-        let passes = complete && dropped_below(self.job.drops, row) == 0;
-        let slot = self.checked.get_or_insert_with(|| (Vec::new(), false));
+        let facts = RowFacts {
+            complete: !self.job.older.iter().any(|f| f.may_hold(row)),
+            dropped: dropped_below(self.job.drops, row) > 0,
+        };
+        let slot = self.checked.get_or_insert_with(|| (Vec::new(), facts));
         slot.0.clear();
         slot.0.extend_from_slice(row);
-        slot.1 = passes;
-        passes
+        slot.1 = facts;
+        facts
     }
+}
+
+/// What pass-through knows of a row.
+#[derive(Debug, Clone, Copy)]
+struct RowFacts {
+    complete: bool,
+    dropped: bool,
 }
 
 #[cfg(test)]

@@ -6,11 +6,11 @@
 //! read is the row the write applies to, as Bigtable promises for one row.
 
 use super::Table;
-use super::version::Schema;
 use crate::model::batch::resolve;
 use crate::model::mutation::{validate_row_key, validate_row_mutation};
 use crate::model::rmw::{new_cells, row_of, validate_rules};
 use crate::model::{ReadModifyWrite, RowBatch, TableMeta};
+use crate::version::Schema;
 use crate::{Error, Filter, Mutation, Result, Row, Timestamp};
 
 impl Table {

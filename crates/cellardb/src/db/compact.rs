@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::version::SstHandle;
 use super::{Core, Db, EngineState};
 use crate::compaction::job::{Job, LeftOut, Output};
 use crate::compaction::picker::{self, Choice, FileInfo};
@@ -23,6 +22,7 @@ use crate::manifest::{ManifestState, SstMeta};
 use crate::model::cell::now_micros;
 use crate::model::{FamilyMeta, RangeDrop};
 use crate::sst::{self, SstOptions, SstOrigin, SstReader, SstWriter};
+use crate::version::SstHandle;
 use crate::{Error, Result};
 
 /// How often the compaction thread looks for files that expired by age
@@ -33,10 +33,8 @@ const EXPIRY_CHECK: Duration = Duration::from_secs(10);
 /// RocksDB's defaults, and for the same reason: while level 0 grows, the
 /// next compaction takes all of it at once, so a compaction that falls
 /// behind catches up by merging more per run. Delaying writers at 12 files
-/// cut in before that could happen: at 100 balloons × 70 days they stalled
-/// 1.2–2.7 s and ran their last tenth at 0.62–0.72 of their first tenth's
-/// rate, where at 20 and 36 they stalled 0 s and ran it at 0.79–0.92
-/// (`docs/compaction.md`).
+/// cut in before that could happen, and writers stalled and slowed where
+/// at 20 and 36 they did not (`docs/compaction.md` has the runs).
 pub(crate) const L0_SLOWDOWN: usize = 20;
 /// Level-0 files (in any store) at which writers wait for compaction.
 pub(crate) const L0_STOP: usize = 36;

@@ -14,11 +14,11 @@
 use std::sync::Arc;
 
 use super::Core;
-use super::version::{Schema, SstHandle};
 use crate::manifest::SstMeta;
 use crate::memtable::Memtable;
 use crate::model::cell::now_micros;
 use crate::sst::{self, SstOptions, SstOrigin, SstReader, SstWriter};
+use crate::version::{Schema, SstHandle};
 use crate::{Error, Result};
 
 /// The background thread: flushes frozen memtables, oldest first, until shutdown.

@@ -2,8 +2,9 @@
 //!
 //! Split by path: [`open`] (recovery), [`write`] (group commit into log and
 //! memtable), [`flush`] (memtables to SSTables on a background thread),
-//! [`admin`] (tables and families), [`read`] (row scans), [`stats`].
-//! `docs/architecture.md` follows a write and a read through them.
+//! [`admin`] (tables and families), [`stats`]. A read takes a snapshot
+//! here and is `crate::read`'s from then on. `docs/architecture.md`
+//! follows a write and a read through them.
 //!
 //! Locks, always taken in this order: `commit` (one writer group, schema
 //! change or memtable switch at a time), then `state` (the durable state and
@@ -16,11 +17,9 @@ mod checkpoint;
 mod compact;
 mod flush;
 pub(crate) mod open;
-mod read;
 mod sample;
 mod stats;
 mod table;
-mod version;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -30,7 +29,6 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
-pub use read::{ReadRows, Step};
 pub use stats::{FamilyStats, LevelStats, RecoveryReport, Stats, TableStats};
 pub use table::Table;
 
@@ -40,9 +38,9 @@ use crate::memtable::Memtable;
 use crate::model::RangeDrop;
 use crate::options::{Durability, Options};
 use crate::sst::SstBlockCache;
+use crate::version::{Schema, SstHandle, SuperVersion};
 use crate::wal::WalWriter;
 use crate::{Error, Result};
-use version::{Schema, SstHandle, SuperVersion};
 use write::WriteQueue;
 
 /// An open database. Cheap to clone; every clone is the same database.
@@ -117,6 +115,42 @@ pub(crate) struct EngineState {
 impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Db").field("path", &self.core().dir).field("read_only", &self.core().read_only).finish()
+    }
+}
+
+/// Opening is the database's: the options say how, `db/` does it.
+impl Options {
+    /// Opens (creating if missing) the database in directory `path`.
+    ///
+    /// # Errors
+    /// `Error::Locked` if another handle holds the directory, `Error::Corruption`
+    /// if the manifest, a log or a table fails its checks, `Error::Io` on I/O failure.
+    pub fn open(self, path: impl AsRef<Path>) -> Result<Db> {
+        Db::open_with(path.as_ref(), self)
+    }
+
+    /// Opens the existing database in `path` to read it, beside a process
+    /// that may have it open for writing, as RocksDB's `OpenForReadOnly`.
+    ///
+    /// Nothing in the directory is created, changed or deleted, and the lock
+    /// is not taken: the view is the live SSTables plus the logs not yet
+    /// flushed, replayed into memory, as of the moment of opening. It does not
+    /// follow later writes (open again for a newer view). If the writer
+    /// flushes or compacts while the view is being gathered, gathering starts
+    /// over, so the view is always a consistent prefix of the writer's
+    /// history. A torn record at the end of the newest log is read as its
+    /// end (it is a write in flight), and the file is left as it is. Writes,
+    /// schema changes, `flush` and `compact_table` fail with
+    /// `Error::ReadOnly`; no background thread runs.
+    ///
+    /// # Errors
+    /// `Error::NotFound` if `path` holds no manifest (it is not a database,
+    /// and a read-only open creates none), `Error::Corruption` if the
+    /// manifest, a log or a table fails its checks, `Error::Io` on I/O
+    /// failure, and `Error::Io` naming the manifest if a writer flushed or
+    /// compacted during each of 20 attempts to gather the view.
+    pub fn open_read_only(self, path: impl AsRef<Path>) -> Result<Db> {
+        Db::open_read_only_with(path.as_ref(), self)
     }
 }
 

@@ -33,7 +33,6 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::flush::parse_number;
 use super::stats::{Counters, RecoveryReport};
-use super::version::{Schema, SstHandle, SuperVersion};
 use super::{CommitState, Core, EngineState};
 use crate::fs::{FileLock, Fs, LOG_SIZE_UNIT};
 use crate::manifest::{self, LogMeta, ManifestState};
@@ -41,6 +40,7 @@ use crate::memtable::Memtable;
 use crate::model::RowBatch;
 use crate::options::{Durability, Options, RecoveryMode};
 use crate::sst::{self, SstBlockCache, SstReader};
+use crate::version::{Schema, SstHandle, SuperVersion};
 use crate::wal::{self, WalReader, WalWriter};
 use crate::{Error, Result};
 
@@ -449,5 +449,15 @@ impl Core {
         drop(st);
         self.remove_logs_below(log_number);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod format_agreement {
+    /// The manifest states a log's header length for itself (to import no
+    /// other format); it must be the log's.
+    #[test]
+    fn the_manifest_knows_the_logs_header_length() {
+        assert_eq!(crate::manifest::LOG_HEADER_LEN, crate::wal::FILE_HEADER_LEN as u64);
     }
 }

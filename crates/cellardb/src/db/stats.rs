@@ -4,9 +4,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::Db;
-use super::version::SuperVersion;
 use crate::Result;
 use crate::model::TableMeta;
+use crate::version::SuperVersion;
 use crate::wal::TornTail;
 
 /// What opening the database recovered.
@@ -190,7 +190,7 @@ impl TableStats {
     }
 }
 
-fn levels_of(files: &[std::sync::Arc<super::version::SstHandle>]) -> Vec<LevelStats> {
+fn levels_of(files: &[std::sync::Arc<crate::version::SstHandle>]) -> Vec<LevelStats> {
     let mut levels: Vec<LevelStats> = Vec::new();
     for h in files {
         let level = h.meta.level;

@@ -7,8 +7,10 @@ use bytes::Bytes;
 use super::Db;
 use super::stats::TableStats;
 use super::write::RowWrite;
-use crate::model::Mutation;
-use crate::model::mutation::validate_row_mutation;
+use crate::model::mutation::{validate_row_key, validate_row_mutation};
+use crate::model::{Filter, Mutation, Row, RowSet};
+use crate::read::{ReadRows, TableSnapshots};
+use crate::version::SuperVersion;
 use crate::{Error, Result};
 
 /// A table of an open database. Cheap to clone, `Send + Sync`; keeps the
@@ -75,6 +77,27 @@ impl Table {
         Ok(RowWrite { table: self.id, table_name: self.name.clone(), key: Bytes::copy_from_slice(key), mutations })
     }
 
+    /// Row `key` as `filter` sees it, or `None` if it has no cell (after
+    /// deletes, GC and the filter).
+    ///
+    /// # Errors
+    /// `Error::InvalidArgument` for a bad key or filter, `Error::NotFound` if
+    /// the table was deleted, `Error::Corruption` if a file it reads is damaged.
+    pub fn read_row(&self, key: impl AsRef<[u8]>, filter: &Filter) -> Result<Option<Row>> {
+        validate_row_key(key.as_ref())?;
+        self.read_rows(RowSet::new().key(key), filter).next().transpose()
+    }
+
+    /// The rows of `rows` that have cells `filter` keeps, in key order, as
+    /// an iterator of `Result<Row>`; add `.limit(n)` and `.reversed()`
+    /// before the first row is read. The read sees one snapshot, taken
+    /// when the first row is read, and streams rows from it (it never
+    /// holds the whole answer in memory). After an error it yields nothing
+    /// more.
+    pub fn read_rows(&self, rows: RowSet, filter: &Filter) -> ReadRows {
+        ReadRows::new(Box::new(self.clone()), rows, filter)
+    }
+
     /// Files, bytes and cells of the table, per family.
     ///
     /// # Errors
@@ -83,6 +106,23 @@ impl Table {
         let sv = self.db.core().view()?;
         let t = sv.schema.table_by_id(self.id).ok_or_else(|| Error::table_not_found(&self.name))?;
         Ok(TableStats::of(t, &sv))
+    }
+}
+
+/// A read holds its table, which keeps the database open while it runs.
+impl TableSnapshots for Table {
+    fn snapshot(&self) -> Result<(u64, Arc<SuperVersion>)> {
+        let core = self.db.core();
+        core.check_open()?;
+        Ok(core.snapshot())
+    }
+
+    fn table_id(&self) -> u32 {
+        self.id
+    }
+
+    fn table_name(&self) -> &str {
+        &self.name
     }
 }
 

@@ -16,7 +16,6 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use super::version::Schema;
 use super::{CommitState, Core};
 use crate::manifest::LogMeta;
 use crate::memtable::Memtable;
@@ -24,6 +23,7 @@ use crate::model::batch::resolve;
 use crate::model::cell::now_micros;
 use crate::model::{Mutation, RowBatch, Timestamp};
 use crate::options::Durability;
+use crate::version::Schema;
 use crate::wal::{self, WalWriter};
 use crate::{Error, Result};
 

@@ -1,8 +1,8 @@
 //! A log file appended through a shared memory mapping.
 //!
 //! A `write` system call per commit costs more than everything else a small
-//! row mutation does (about 2.7 µs on the machines this project measures on,
-//! against 1–2 µs for the rest). Copying the record into a shared mapping of
+//! row mutation does (`docs/architecture.md`, "A write"). Copying the
+//! record into a shared mapping of
 //! the file puts it in the operating system's page cache just the same — it
 //! survives a crash of the process — without the call. `sync` is `msync` of
 //! the range appended since the last sync, the same promise as `fdatasync`.

@@ -1,12 +1,10 @@
 //! Internal iterators: the one trait every source of entries implements
-//! (memtables in `memtable/iter.rs`, SSTables in `sst/iter.rs`), and what
-//! consumes them: [`MergingIter`], which merges sources into one ordered
-//! stream, and [`RowGather`], which takes a merge a row at a time.
+//! (memtables in `memtable/iter.rs`, SSTables in `sst/iter.rs`), and
+//! [`MergingIter`], which merges sources into one ordered stream. Reads and
+//! compaction take a merge a row at a time (`read::RowGather`).
 
-mod gather;
 mod merging;
 
-pub(crate) use gather::{Cap, Gather, Gathered, RowGather, Skipper, Step};
 pub use merging::MergingIter;
 
 use std::ops::Bound;

@@ -13,6 +13,8 @@ mod records;
 
 use std::path::Path;
 
+#[cfg(test)]
+pub(crate) use records::LOG_HEADER_LEN;
 pub use records::{LogMeta, ManifestState, Record, Records, SstMeta};
 
 use crate::fs::Fs;

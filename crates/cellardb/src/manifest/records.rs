@@ -7,6 +7,11 @@ use bytes::Bytes;
 use crate::coding::{Cursor, DecodeError, crc32, put_bytes, put_varint};
 use crate::model::{Aggregate, FamilyMeta, GcRule, RangeDrop, TableMeta};
 
+/// The length of a log file's header (`docs/format/wal.md`): the least a
+/// log closed cleanly holds. The manifest states it for itself, to stand
+/// alone; `db/open.rs` checks that it is the log's.
+pub(crate) const LOG_HEADER_LEN: u64 = 12;
+
 const MAGIC: &[u8; 8] = b"CELLARMF";
 /// Manifest format version written. Version changes: 1 is the first; 2
 /// adds dropped row ranges and each SSTable's `drops_applied`; 3 adds each
@@ -402,7 +407,7 @@ fn decode_record(payload: &[u8], records_before: u64, version: u32, tables: &[u3
             let at = c.position();
             let closed_size = match c.varint("closed size")? {
                 0 => None,
-                n if n >= crate::wal::FILE_HEADER_LEN as u64 => Some(n),
+                n if n >= LOG_HEADER_LEN => Some(n),
                 _ => return Err(c.error_at(at, "closed size shorter than a log's header")),
             };
             Record::Log(LogMeta { number, closed_size })

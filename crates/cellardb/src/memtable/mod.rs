@@ -40,8 +40,9 @@ const SMALL_ROW: usize = 32;
 /// two-thirds full (inserts into the middle of a run split nodes in half)
 /// and carry headers, edges and the allocator's own overhead. The factor
 /// was fitted to the heap of the balloon workload's four patterns, which
-/// it overestimates by 5-25% (`docs/compaction.md`, "Memory"), so that
-/// `memtable_size` bounds what a memtable really holds.
+/// it overestimates somewhat (`docs/compaction.md`, "Memory", measures
+/// by how much), so that `memtable_size` bounds what a memtable really
+/// holds.
 const fn btree_bytes(size: usize) -> usize {
     size * 2
 }
@@ -272,11 +273,10 @@ impl Drop for Tree {
     /// Frees the small rows' cell vectors in the order of their addresses.
     /// They were allocated in the order rows were written, in time, and
     /// the tree holds them in key order: freed as the tree drops, each
-    /// free read a vector and its heap neighbours at random (the flush
-    /// thread's frees took 5.5% of the CPU of a 100 × 70
-    /// `single-ts-unserialized` load, 3.4% in address order, the sort
-    /// included). The rows' handles are gathered first: 32 bytes a row,
-    /// for the time of the drop.
+    /// free read a vector and its heap neighbours at random, a cache miss
+    /// each (`docs/architecture.md`, "A flush", says what the order
+    /// saves). The rows' handles are gathered first: 32 bytes a row, for
+    /// the time of the drop.
     fn drop(&mut self) {
         let mut cells: Vec<RowCells> = std::mem::take(&mut self.rows).into_values().collect();
         cells.sort_unstable_by_key(|c| c.small().as_ptr() as usize);

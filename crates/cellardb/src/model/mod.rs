@@ -11,7 +11,9 @@
 //! - reads: [`row_set`], [`filter`] (every `RowFilter`), and [`assemble`],
 //!   one row's entries turned into the cells a read returns, with deletes,
 //!   the snapshot, [`range_drop`]s and the GC rule applied;
-//! - compaction: [`retain`], what a compaction keeps of a row.
+//! - compaction: [`retain`], what a compaction keeps of a row;
+//! - [`shortcut`]: when a read or a compaction may skip entries without
+//!   changing an answer, each rule with its proof.
 //!
 //! `read/`, `compaction/` and `db/` call these; none re-implements them, so
 //! a rule changes in one place.
@@ -30,6 +32,7 @@ pub(crate) mod rmw;
 pub(crate) mod row;
 pub(crate) mod row_set;
 pub(crate) mod schema;
+pub(crate) mod shortcut;
 
 pub use aggregate::Aggregate;
 pub use batch::{BatchEntry, RowBatch};

@@ -9,24 +9,15 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
+use super::gather::{Cap, Gather, Gathered, RowGather, Skipper};
+use super::seek::Seeker;
 use crate::Result;
-use crate::iter::{Cap, Gather, Gathered, MergingIter, RowGather, Skipper};
+use crate::iter::MergingIter;
 use crate::model::assemble::{Assembler, FamilyRules, LiveCell};
 use crate::model::filter::{Filter, RowCell, RowView};
 use crate::model::range_drop::dropped_below;
-use crate::model::{Aggregate, GcRule, RangeDrop, Row, RowRef};
-
-/// A family as one read sees it; its index in the read's list is its rank.
-#[derive(Debug, Clone)]
-pub(crate) struct FamilyView {
-    pub name: String,
-    pub store: u32,
-    pub gc_rule: GcRule,
-    /// The family's aggregate, if it is an aggregate family.
-    pub aggregate: Option<Aggregate>,
-    /// The family's dropped row ranges.
-    pub drops: Vec<RangeDrop>,
-}
+use crate::model::{Row, RowRef};
+use crate::version::{FamilyView, ReadFamilies};
 
 /// Bytes of capacity up to which a finished read's buffer is kept for the
 /// thread's next read.
@@ -39,8 +30,7 @@ const KEPT_BUFFER_BYTES: usize = 4 << 20;
 /// row is about 7 MB. Freed at the end of every read, memory of that size
 /// goes back to the operating system (glibc maps it apart, or trims it off
 /// the heap), and the next read takes a page fault for every 4 KiB of it
-/// again: in a probe on this project's machines, more than twice the time
-/// of such a read.
+/// again, which can cost more than the read itself.
 /// Kept here, a thread's next read starts with the capacity its last one
 /// grew to, up to [`KEPT_BUFFER_BYTES`] a buffer.
 #[derive(Default)]
@@ -80,23 +70,6 @@ impl ReadBuffers {
 
 thread_local! {
     static KEPT: RefCell<Option<ReadBuffers>> = const { RefCell::new(None) };
-}
-
-/// The families a read sees, in rank order, with their names as rows
-/// name them. A snapshot keeps those of every family of every table
-/// ([`crate::db::version::SuperVersion`]), so a read of them all, the
-/// usual one, shares them rather than building them again.
-#[derive(Debug, Clone)]
-pub(crate) struct ReadFamilies {
-    pub views: Arc<Vec<FamilyView>>,
-    pub names: Arc<Vec<String>>,
-}
-
-impl ReadFamilies {
-    pub fn new(views: Vec<FamilyView>) -> ReadFamilies {
-        let names = views.iter().map(|f| f.name.clone()).collect();
-        ReadFamilies { views: Arc::new(views), names: Arc::new(names) }
-    }
 }
 
 /// Entries a reversed read gathers of one row before it gives up and reads
@@ -146,7 +119,7 @@ pub(crate) struct RowScanner {
     /// Reused from row to row.
     cells: Vec<RowCell>,
     /// Jumps over what the filter drops anyway (forward reads only).
-    seeker: Option<super::Seeker>,
+    seeker: Option<Seeker>,
     /// Whether a forward read of a row could jump within it.
     seekable: bool,
     /// Rows found empty since the last row returned or reported.
@@ -174,7 +147,7 @@ impl RowScanner {
     ) -> Self {
         let (families, names) = (families.views.clone(), families.names.clone());
         let seekable = filter.has_head();
-        let seeker = if reverse { None } else { super::Seeker::new(&filter, &families, snapshot) };
+        let seeker = if reverse { None } else { Seeker::new(&filter, &families, snapshot) };
         let ReadBuffers { entries, bytes, live, cells } = ReadBuffers::take();
         RowScanner {
             merge,

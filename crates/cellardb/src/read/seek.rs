@@ -9,25 +9,21 @@
 //! one hour then decodes the blocks of that column and hour only.
 //!
 //! A jump must not change which cells are live, so tombstones are always
-//! read (they sort before the cells they delete), and:
-//! - newer cells are jumped over only in families whose GC rule has no
-//!   `max_versions` (which counts versions from the newest);
-//! - the rest of a column is jumped over after `n` cells only where no
-//!   tombstone of the row's family or column and no dropped range applies,
-//!   and the rule has no `max_versions`: then the first `n` visible
-//!   timestamps are the only candidates, and GC by age, which only takes
-//!   older cells, cannot make an older one live where a newer one is not.
+//! read (they sort before the cells they delete), and newer cells and the
+//! rest of a column are jumped over only where Bigtable's rules allow
+//! (`model::shortcut`: `cells_stand_alone`, `column_rest_skippable`).
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::scan::FamilyView;
-use crate::iter::{Skipper, Step};
+use super::gather::{Skipper, Step};
 use crate::key::{EntryKind, EntryRef, InternalKey};
 use crate::model::RangeDrop;
 use crate::model::filter::Filter;
 use crate::model::range_drop::dropped_below;
+use crate::model::shortcut::{self, ColumnSoFar};
+use crate::version::FamilyView;
 
 /// Entries of a column stepped over one by one before the read seeks
 /// instead: a seek costs a binary search in each source and a new heap, so
@@ -36,11 +32,10 @@ const STEPS_BEFORE_SEEK: u32 = 8;
 
 /// Where a forward read of one row may start in a source that holds no
 /// tombstone, from the head of the filter: at the first column the head
-/// can keep and, where the head keeps one column of a family without
-/// `max_versions`, at that column's first cell older than the time
-/// range's end. What lies before is cells the [`Seeker`] would step over
-/// or jump past, and with no tombstone in the source none of it can
-/// delete what follows. A point read then starts in the block that holds
+/// can keep and, where the head keeps one column of a family whose cells
+/// stand alone, at that column's first cell older than the time range's
+/// end. What lies before is cells the [`Seeker`] would step over or jump
+/// past (`shortcut::may_start_inside_row` says why that is safe). A point read then starts in the block that holds
 /// its answer: a cold read of one column's hour of a wide row decodes
 /// that block alone, not also the block holding the row's first entry.
 #[derive(Debug, Clone)]
@@ -66,9 +61,8 @@ impl RowStart {
     /// Where to start reading `row` in `family`'s sources that hold no
     /// tombstone.
     pub fn key(&self, row: &Bytes, family: &FamilyView) -> InternalKey {
-        let unversioned = family.gc_rule.version_limit().is_none();
         match self.end {
-            Some(end) if self.one_column && unversioned => InternalKey {
+            Some(end) if self.one_column && shortcut::cells_stand_alone(&family.gc_rule) => InternalKey {
                 row: row.clone(),
                 qualifier: self.column.clone(),
                 timestamp: end.saturating_sub(1),
@@ -89,8 +83,8 @@ impl RowStart {
 /// A family as the seeker sees it.
 struct SeekFamily {
     name: String,
-    /// No `max_versions` in the rule: cells can be skipped from the newest.
-    unversioned: bool,
+    /// Cells can be skipped from the newest (`shortcut::cells_stand_alone`).
+    cells_stand_alone: bool,
     /// Dropped ranges of the family cover the current row.
     dropped: bool,
     /// A family tombstone of the current row was read.
@@ -143,7 +137,7 @@ impl Seeker {
             .iter()
             .map(|f| SeekFamily {
                 name: f.name.clone(),
-                unversioned: f.gc_rule.version_limit().is_none(),
+                cells_stand_alone: shortcut::cells_stand_alone(&f.gc_rule),
                 dropped: false,
                 tombstoned: false,
             })
@@ -287,7 +281,7 @@ impl Seeker {
     /// `None` to take `e`; otherwise where the read may jump to.
     fn jump(&mut self, rank: u16, e: &EntryRef<'_>) -> Option<Jump> {
         let family = self.families.get(usize::from(rank))?;
-        let (unversioned, dropped) = (family.unversioned, family.dropped);
+        let (cells_stand_alone, dropped) = (family.cells_stand_alone, family.dropped);
         if e.kind == EntryKind::DeleteFamily {
             if let Some(f) = self.families.get_mut(usize::from(rank)) {
                 f.tombstoned = true;
@@ -308,14 +302,16 @@ impl Seeker {
         if e.timestamp < start {
             return Some(Jump::AfterColumn);
         }
-        if let Some(end) = end.filter(|&end| e.timestamp >= end && unversioned) {
+        if let Some(end) = end.filter(|&end| e.timestamp >= end && cells_stand_alone) {
             return Some(Jump::Before(end));
         }
         if e.seq > snapshot {
             return None;
         }
         let n = limit?;
-        if !unversioned || dropped || family_tombstoned || column.tombstoned {
+        let deletes_apply = dropped || family_tombstoned || column.tombstoned;
+        let so_far = ColumnSoFar { cells_stand_alone, deletes_apply };
+        if !shortcut::column_rest_skippable(so_far) {
             return None;
         }
         if column.last_ts != Some(e.timestamp) {

@@ -45,11 +45,11 @@ impl Default for Compression {
 /// four bytes for inputs up to 16 KiB and five above. Packed streams
 /// (`docs/format/sstable.md`) brought most data blocks under 16 KiB raw,
 /// and which minimum suits a block depends on its data: on the lab's
-/// workload at 100 × 7, five is 3.2% smaller on `bucket-new-cell` and 4.7%
-/// larger on `single-ts-serialized`. A file's blocks are mostly alike, so
-/// both are tried on its first blocks and on one block in
-/// [`TRIAL_EVERY`] after them, and the other blocks take the last trial's
-/// winner: about 6% more compression work than one try, not twice as much.
+/// workload, five is smaller on `bucket-new-cell` and larger on
+/// `single-ts-serialized`. A file's blocks are mostly alike, so both are tried on its first blocks
+/// and on one block in [`TRIAL_EVERY`] after them, and the other blocks
+/// take the last trial's winner: a little more compression work than one
+/// try, far from twice as much.
 struct BlockCompressor {
     zstd: zstd::bulk::Compressor<'static>,
     /// Blocks compressed so far.

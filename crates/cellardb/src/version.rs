@@ -14,8 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::fs::Fs;
 use crate::manifest::SstMeta;
 use crate::memtable::Memtable;
-use crate::model::{FamilyMeta, RangeDrop, TableMeta};
-use crate::read::{FamilyView, ReadFamilies};
+use crate::model::{Aggregate, FamilyMeta, GcRule, RangeDrop, TableMeta};
 use crate::sst::{SstBlockCache, SstReader};
 
 /// An open, live SSTable.
@@ -31,6 +30,11 @@ pub(crate) struct SstHandle {
 impl SstHandle {
     pub fn new(reader: SstReader, meta: SstMeta, fs: Arc<dyn Fs>, cache: Arc<SstBlockCache>) -> Self {
         SstHandle { reader: Arc::new(reader), meta, obsolete: AtomicBool::new(false), fs, cache }
+    }
+
+    /// The block cache its reads go through.
+    pub fn cache(&self) -> &Arc<SstBlockCache> {
+        &self.cache
     }
 
     /// Marks the file for deletion once nothing holds it.
@@ -51,6 +55,35 @@ impl Drop for SstHandle {
                 log::warn!("cellardb: could not delete obsolete {}: {e}", self.path().display());
             }
         }
+    }
+}
+
+/// A family as one read sees it; its index in the read's list is its rank.
+#[derive(Debug, Clone)]
+pub(crate) struct FamilyView {
+    pub name: String,
+    pub store: u32,
+    pub gc_rule: GcRule,
+    /// The family's aggregate, if it is an aggregate family.
+    pub aggregate: Option<Aggregate>,
+    /// The family's dropped row ranges.
+    pub drops: Vec<RangeDrop>,
+}
+
+/// The families a read sees, in rank order, with their names as rows
+/// name them. A snapshot keeps those of every family of every table
+/// ([`SuperVersion`]), so a read of them all, the
+/// usual one, shares them rather than building them again.
+#[derive(Debug, Clone)]
+pub(crate) struct ReadFamilies {
+    pub views: Arc<Vec<FamilyView>>,
+    pub names: Arc<Vec<String>>,
+}
+
+impl ReadFamilies {
+    pub fn new(views: Vec<FamilyView>) -> ReadFamilies {
+        let names = views.iter().map(|f| f.name.clone()).collect();
+        ReadFamilies { views: Arc::new(views), names: Arc::new(names) }
     }
 }
 

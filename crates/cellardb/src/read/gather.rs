@@ -9,8 +9,8 @@ use std::ops::Range;
 
 use bytes::{Bytes, BytesMut};
 
-use super::{EntrySource, MergingIter};
 use crate::Result;
+use crate::iter::{EntrySource, MergingIter};
 use crate::key::{EntryKind, EntryRef, InternalKey};
 
 /// One gathered entry; byte ranges point into [`RowGather::bytes`].
@@ -26,7 +26,7 @@ pub(crate) struct Gathered {
 }
 
 /// Decides, entry by entry, whether a row's gather takes an entry or jumps
-/// ahead (`read::Seeker`, for reads whose filter drops cells anyway).
+/// ahead ([`super::Seeker`], for reads whose filter drops cells anyway).
 pub(crate) trait Skipper {
     /// A new row begins.
     fn start_row(&mut self, row: &[u8]);

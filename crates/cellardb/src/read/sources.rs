@@ -1,0 +1,165 @@
+//! A read's sources, span by span: which memtables and files may hold the
+//! rows of a span, where each starts, and their merge.
+//!
+//! One rule, [`Sources::start_in`], decides for every file and span
+//! whether the file takes part and where it starts, whether the merge is
+//! built for the span or moved onto it from the span before: a read of
+//! many keys sets up one merge and moves it from key to key.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::seek::RowStart;
+use crate::Result;
+use crate::iter::MergingIter;
+use crate::key::InternalKey;
+use crate::memtable::MemIter;
+use crate::model::row_set::KeySpan;
+use crate::model::shortcut;
+use crate::sst::SstIter;
+use crate::version::{FamilyView, SstHandle, SuperVersion};
+
+/// What a read may merge: the memtables and files of the families it sees,
+/// as of its snapshot.
+pub(super) struct Sources {
+    sv: Arc<SuperVersion>,
+    families: Arc<Vec<FamilyView>>,
+    /// Where a forward read of one row may start in a file, from the head
+    /// of the filter.
+    row_start: Option<RowStart>,
+    /// What each source of a merge shared by many spans is, in the order
+    /// added ([`Sources::merge_shared`]).
+    shared: Option<Vec<Source>>,
+}
+
+/// One source of a merge shared by many spans.
+struct Source {
+    /// The family's index among the read's.
+    family: usize,
+    /// The file, or `None` for a memtable.
+    file: Option<Arc<SstHandle>>,
+}
+
+impl Sources {
+    pub fn new(sv: Arc<SuperVersion>, families: Arc<Vec<FamilyView>>, row_start: Option<RowStart>) -> Sources {
+        Sources { sv, families, row_start, shared: None }
+    }
+
+    /// Whether a merge is shared by the read's spans: set up for the first
+    /// of them and moved from span to span ([`Sources::move_to`]).
+    pub fn is_shared(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// Every source that may hold rows of `span`, each on its first entry
+    /// there (its last, if `reverse`), merged.
+    ///
+    /// # Errors
+    /// What opening a file's iterator failed with.
+    pub fn merge(&self, span: &KeySpan, reverse: bool) -> Result<MergingIter> {
+        self.build(span, reverse, None)
+    }
+
+    /// One forward merge for every span from `first` to `last`, to be
+    /// moved onto each in turn by [`Sources::move_to`].
+    ///
+    /// # Errors
+    /// What opening a file's iterator failed with.
+    pub fn merge_shared(&mut self, first: &KeySpan, last: &KeySpan) -> Result<MergingIter> {
+        let whole = KeySpan { lo: first.lo.clone(), hi: last.hi.clone() };
+        let mut shared = Vec::new();
+        let merge = self.build(&whole, false, Some(&mut shared))?;
+        self.shared = Some(shared);
+        Ok(merge)
+    }
+
+    /// Moves a merge of [`Sources::merge_shared`] on to `span`, a later
+    /// span than the last: each source that may hold rows of it to its
+    /// first entry there, the others out of the merge until a later span.
+    ///
+    /// # Errors
+    /// What reading a source failed with.
+    pub fn move_to(&self, merge: &mut MergingIter, span: &KeySpan) -> Result<()> {
+        let Some(list) = &self.shared else { return Ok(()) };
+        let bounds = key_bounds(span);
+        merge.restart_each(|i, source| {
+            let Some(what) = list.get(i) else { return source.restart(bounds.clone(), false) };
+            let Some(file) = &what.file else { return source.restart(bounds.clone(), true) };
+            let Some(family) = self.families.get(what.family) else { return source.restart(bounds.clone(), false) };
+            match self.start_in(file, family, span, &bounds.0, false) {
+                Some(lo) => source.restart((lo, bounds.1.clone()), true),
+                None => source.restart(bounds.clone(), false),
+            }
+        })
+    }
+
+    /// The merge of every source of `span`, listing what each is in
+    /// `list`, if given.
+    fn build(&self, span: &KeySpan, reverse: bool, mut list: Option<&mut Vec<Source>>) -> Result<MergingIter> {
+        let bounds = key_bounds(span);
+        let mut merge: MergingIter = MergingIter::new(reverse);
+        for (index, family) in self.families.iter().enumerate() {
+            let rank = u16::try_from(index).unwrap_or(u16::MAX);
+            // A memtable empty now holds nothing this snapshot sees: what a
+            // writer adds later has a later sequence number.
+            for mem in self.sv.memtables().filter(|m| !m.is_empty()) {
+                merge.add(Box::new(MemIter::new(mem.clone(), family.store, bounds.clone(), reverse)), rank);
+                if let Some(list) = list.as_deref_mut() {
+                    list.push(Source { family: index, file: None });
+                }
+            }
+            for file in self.sv.files_of(family.store) {
+                let Some(lo) = self.start_in(file, family, span, &bounds.0, reverse) else { continue };
+                let cache = Some(file.cache().clone());
+                merge.add(Box::new(SstIter::new(file.reader.clone(), cache, (lo, bounds.1.clone()), reverse)?), rank);
+                if let Some(list) = list.as_deref_mut() {
+                    list.push(Source { family: index, file: Some(file.clone()) });
+                }
+            }
+        }
+        Ok(merge)
+    }
+
+    /// Whether `file` of `family` takes part in reading `span`, and if so,
+    /// where it starts: `None` if it holds no row of the span (its key
+    /// range, or for one row its bloom filter, says so); else `lo`, the
+    /// span's start, or for a forward read of one row, where the head of
+    /// the filter lets a file start inside the row
+    /// ([`shortcut::may_start_inside_row`]).
+    fn start_in(
+        &self,
+        file: &SstHandle,
+        family: &FamilyView,
+        span: &KeySpan,
+        lo: &Bound<InternalKey>,
+        reverse: bool,
+    ) -> Option<Bound<InternalKey>> {
+        if !span.overlaps(&file.meta.first_row, &file.meta.last_row) {
+            return None;
+        }
+        let row = span.single_row();
+        if row.is_some_and(|row| !file.reader.may_contain_row(row)) {
+            return None;
+        }
+        let inside = row.zip(self.row_start.as_ref()).filter(|_| !reverse);
+        match inside {
+            Some((row, start)) if shortcut::may_start_inside_row(file.reader.props().tombstones) => {
+                Some(Bound::Included(start.key(row, family)))
+            }
+            _ => Some(lo.clone()),
+        }
+    }
+}
+
+/// A span of row keys as bounds on internal keys.
+fn key_bounds(span: &KeySpan) -> (Bound<InternalKey>, Bound<InternalKey>) {
+    let lo =
+        if span.lo.is_empty() { Bound::Unbounded } else { Bound::Included(InternalKey::first_of_row(span.lo.clone())) };
+    let hi = match &span.hi {
+        Some(hi) => Bound::Excluded(InternalKey::first_of_row(Bytes::clone(hi))),
+        None => Bound::Unbounded,
+    };
+    (lo, hi)
+}

@@ -16,11 +16,16 @@
 //! - `seek`: one column of a wide row over an hour, a seek into the column;
 //! - `reversed-seek`: the newest cell of each column of a prefix's last
 //!   row, read backwards with a limit of one row;
-//! - `row-assembly`: a wide row read whole (cached), cells per second.
+//! - `row-assembly`: a wide row read whole (cached), cells per second;
+//! - `tall-scan`: a source's week of one-cell rows (cached), borrowed as
+//!   users of a scan read them: the read's fixed cost per row, rows per
+//!   second.
 //!
-//! The data is a week of minutes for 64 sources in two layouts: narrow rows
-//! (a row per source and minute, four columns) and wide rows (a row per
-//! source and week, four columns of 10 080 cells), fully compacted. Under
+//! The data is a week of minutes for 64 sources in three layouts: narrow
+//! rows (a row per source and minute, four columns), wide rows (a row per
+//! source and week, four columns of 10 080 cells) and tall rows (a row per
+//! source and minute, one cell holding the minute's four values
+//! serialized), fully compacted. Under
 //! `cargo test --benches`, where each benchmark runs once, it is a day of
 //! 4 sources.
 
@@ -50,10 +55,11 @@ fn value(source: u32, minute: i64, column: u16) -> String {
     (i64::from(source) * 7 + minute / 3 + i64::from(column) * 1000).to_string()
 }
 
-fn load(dir: &Path, cache: usize, (sources, minutes): (u32, i64)) -> (Db, Table, Table) {
+fn load(dir: &Path, cache: usize, (sources, minutes): (u32, i64)) -> (Db, Table, Table, Table) {
     let db = Options::default().block_cache_size(cache).open(dir).expect("open");
     let narrow = db.create_table("narrow", [("m", GcRule::none())]).expect("narrow");
     let wide = db.create_table("wide", [("m", GcRule::none())]).expect("wide");
+    let tall = db.create_table("tall", [("m", GcRule::none())]).expect("tall");
     for minute in 0..minutes {
         let ts = minute * MINUTE_MICROS;
         for source in 0..sources {
@@ -61,11 +67,16 @@ fn load(dir: &Path, cache: usize, (sources, minutes): (u32, i64)) -> (Db, Table,
                 (0..).zip(COLUMNS).map(|(c, q)| Mutation::set_cell("m", q, ts, value(source, minute, c))).collect();
             narrow.mutate_row(narrow_key(source, minute), cells.clone()).expect("write");
             wide.mutate_row(wide_key(source), cells).expect("write");
+            let event: Vec<String> =
+                (0..).zip(COLUMNS).map(|(c, q)| format!("{q}={}", value(source, minute, c))).collect();
+            tall.mutate_row(narrow_key(source, minute), [Mutation::set_cell("m", "event", ts, event.join(","))])
+                .expect("write");
         }
     }
-    db.compact_table("narrow").expect("compact");
-    db.compact_table("wide").expect("compact");
-    (db, narrow, wide)
+    for name in ["narrow", "wide", "tall"] {
+        db.compact_table(name).expect("compact");
+    }
+    (db, narrow, wide, tall)
 }
 
 /// One hour of the `pressure` column among `minutes`, the hour drawn from `r`.
@@ -78,7 +89,7 @@ fn hour_of_pressure(r: u32, minutes: i64) -> Filter {
 fn reads(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let (sources, minutes) = scale();
-    let (db, narrow, wide) = load(dir.path(), 64 << 20, (sources, minutes));
+    let (db, narrow, wide, tall) = load(dir.path(), 64 << 20, (sources, minutes));
     let mut group = c.benchmark_group("read");
     let mut i = 0u32;
     let mut next = move || {
@@ -119,6 +130,18 @@ fn reads(c: &mut Criterion) {
     group.throughput(Throughput::Elements(minutes.unsigned_abs() * COLUMNS.len() as u64));
     group.bench_function("row-assembly", |b| {
         b.iter(|| black_box(wide.read_row(wide_key(next() % sources), &all).expect("read").expect("row")));
+    });
+    group.throughput(Throughput::Elements(minutes.unsigned_abs()));
+    group.bench_function("tall-scan", |b| {
+        b.iter(|| {
+            let prefix = format!("src{:04}#", next() % sources);
+            let mut rows = tall.read_rows(RowSet::from(RowRange::prefix(prefix)), &all);
+            let mut bytes = 0;
+            while let Some(row) = rows.next_borrowed() {
+                bytes += row.expect("read").cells().map(|c| c.value.len()).sum::<usize>();
+            }
+            black_box(bytes)
+        });
     });
     group.finish();
     db.close().expect("close");

@@ -58,6 +58,20 @@ impl<S: EntrySource + ?Sized> MergingIter<S> {
         Some((s.rank, s.source.current()?))
     }
 
+    /// The next entry, without its rank ([`MergingIter::leader_rank`]):
+    /// the source's answer handed on as it is, where building the pair
+    /// copies the entry through memory again on every step of a read.
+    #[inline]
+    pub fn current_entry(&self) -> Option<EntryRef<'_>> {
+        self.sources[*self.heap.first()?].source.current()
+    }
+
+    /// The family rank of the source under the current entry.
+    #[inline]
+    pub fn leader_rank(&self) -> u16 {
+        self.heap.first().map_or(0, |&i| self.sources[i].rank)
+    }
+
     /// Moves past the current entry.
     pub fn advance(&mut self) -> Result<()> {
         // One source (a compacted family read alone): no order to keep. An

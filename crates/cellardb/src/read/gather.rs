@@ -167,7 +167,7 @@ impl RowGather {
         }
         self.bytes.clear();
         self.key.clear();
-        let Some((_, first)) = merge.current() else {
+        let Some(first) = merge.current_entry() else {
             return Ok(Gather::End);
         };
         self.key.extend_from_slice(first.row);
@@ -185,7 +185,12 @@ impl RowGather {
         // the next row's at another, so an entry whose key is the same
         // slice is of the same row without comparing bytes.
         let mut seen_at = (std::ptr::null::<u8>(), 0);
-        while let Some((rank, e)) = merge.current() {
+        // The entry and its rank are asked for apart: a pair built of them
+        // is the entry copied through memory again, in pieces other than
+        // the source wrote it in, which stalls on every entry and cost
+        // more than the rest of a one-cell row's gather.
+        while let Some(e) = merge.current_entry() {
+            let rank = merge.leader_rank();
             let at = (e.row.as_ptr(), e.row.len());
             if !first && at != seen_at && e.row != self.key.as_slice() {
                 break;

@@ -229,32 +229,7 @@ impl Core {
         self.request_compaction(&mut st);
         Ok(out)
     }
-}
 
-impl Table {
-    /// Deletes every row in `range` — in every family, in the memtable and
-    /// on disk — as Bigtable's `DropRowRange` does. Files holding only rows
-    /// of the range are deleted at once; others are rewritten by compaction
-    /// soon after, without touching unrelated files. Writes after the call
-    /// are kept.
-    ///
-    /// # Errors
-    /// `Error::NotFound` if the table was deleted; I/O errors writing the manifest.
-    #[allow(clippy::needless_pass_by_value, reason = "row ranges are passed by value throughout the API")]
-    pub fn drop_row_range(&self, range: RowRange) -> Result<()> {
-        self.db.core().drop_rows(self.id, &self.name, &range.half_open())
-    }
-
-    /// Deletes every row of the table.
-    ///
-    /// # Errors
-    /// As [`Table::drop_row_range`].
-    pub fn drop_all_rows(&self) -> Result<()> {
-        self.drop_row_range(RowRange::all())
-    }
-}
-
-impl Core {
     /// Records a dropped range of rows for every family of the table, with
     /// the next sequence number: every entry written before it is deleted.
     fn drop_rows(&self, table: u32, table_name: &str, span: &KeySpan) -> Result<()> {
@@ -292,5 +267,28 @@ impl Core {
         self.install(&st, cs.mem.clone());
         self.request_compaction(&mut st);
         Ok(())
+    }
+}
+
+impl Table {
+    /// Deletes every row in `range` — in every family, in the memtable and
+    /// on disk — as Bigtable's `DropRowRange` does. Files holding only rows
+    /// of the range are deleted at once; others are rewritten by compaction
+    /// soon after, without touching unrelated files. Writes after the call
+    /// are kept.
+    ///
+    /// # Errors
+    /// `Error::NotFound` if the table was deleted; I/O errors writing the manifest.
+    #[allow(clippy::needless_pass_by_value, reason = "row ranges are passed by value throughout the API")]
+    pub fn drop_row_range(&self, range: RowRange) -> Result<()> {
+        self.db.core().drop_rows(self.id, &self.name, &range.half_open())
+    }
+
+    /// Deletes every row of the table.
+    ///
+    /// # Errors
+    /// As [`Table::drop_row_range`].
+    pub fn drop_all_rows(&self) -> Result<()> {
+        self.drop_row_range(RowRange::all())
     }
 }

@@ -291,9 +291,7 @@ impl Core {
     pub(super) fn level0_pressure(&self) -> usize {
         self.l0_files.load(Ordering::Relaxed)
     }
-}
 
-impl Core {
     /// Forgets the dropped ranges with nothing left to delete: no file of
     /// the store holds an entry of the range older than the drop, and every
     /// memtable started after it.

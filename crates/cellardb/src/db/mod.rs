@@ -4,12 +4,9 @@
 //! memtable), [`flush`] (memtables to SSTables on a background thread),
 //! [`admin`] (tables and families), [`stats`]. A read takes a snapshot
 //! here and is `crate::read`'s from then on. `docs/architecture.md`
-//! follows a write and a read through them.
-//!
-//! Locks, always taken in this order: `commit` (one writer group, schema
-//! change or memtable switch at a time), then `state` (the durable state and
-//! the flush queue), then `current` (the published [`SuperVersion`]). Reads
-//! take only a read lock on `current`, for the time of an `Arc` clone.
+//! follows a write and a read through them. [`Core`]'s methods are split
+//! the same way, one path a file (as RocksDB splits its `DBImpl`); its
+//! locks and their order are stated where it is defined.
 
 mod admin;
 mod atomic;
@@ -57,7 +54,25 @@ struct DbHandle {
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
-/// The state shared by every handle and the background thread.
+/// The state shared by every handle and the background threads.
+///
+/// # Locks
+///
+/// Five locks and two condition variables, each guarding one thing:
+///
+/// | lock | guards | held for |
+/// | --- | --- | --- |
+/// | `queue` (with `queue_cv`) | the writers waiting for a group commit, and whether a leader is committing | an enqueue or a hand-over, never across I/O |
+/// | `commit` | [`CommitState`]: the log, the memtable taking writes, the next sequence number | one write group, schema change or memtable switch, log I/O included |
+/// | `state` (with `state_cv`) | [`EngineState`]: the manifest, the live files, the flush queue, the background error | a manifest write and an install; flush and compaction wait on `state_cv` |
+/// | `current` (a read-write lock) | the published [`SuperVersion`] | an `Arc` clone (reads) or a swap (installs) |
+/// | `lock` | the directory's file lock, until close | close |
+///
+/// Taken in this order, never the other way: `queue` is let go before
+/// `commit` is taken (a leader drops it to commit), then `commit`, then
+/// `state`, then `current`. `lock` is taken alone, at close. A read takes
+/// only `current`, for the time of an `Arc` clone, and then loads
+/// `visible_seq`: it never waits for a writer, a flush or a compaction.
 pub(crate) struct Core {
     dir: PathBuf,
     opts: Options,

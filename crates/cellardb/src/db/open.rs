@@ -170,6 +170,28 @@ impl Core {
         core.install(&core.state.lock(), mem);
         core
     }
+
+    /// Flushes what replay recovered, records the new log in the manifest and
+    /// deletes the replayed logs.
+    fn finish_recovery(&self, replayed: &Arc<Memtable>, log_number: u64, last_seq: u64) -> Result<()> {
+        let schema = self.current().schema.clone();
+        let outputs = if replayed.is_empty() { Vec::new() } else { self.write_tables(replayed, &schema)? };
+        let mut st = self.state.lock();
+        self.change_manifest(&mut st, |next| {
+            next.ssts.extend(outputs.iter().map(|h| h.meta.clone()));
+            next.log_number = log_number;
+            // Every log replayed is flushed now: the new one is the only live log.
+            next.logs = vec![LogMeta::open(log_number)];
+            next.last_seq = last_seq;
+        })?;
+        for h in outputs {
+            st.handles.insert(h.meta.file, h);
+        }
+        self.install(&st, self.current().mem.clone());
+        drop(st);
+        self.remove_logs_below(log_number);
+        Ok(())
+    }
 }
 
 /// How many times a read-only open gathers its view before giving up on a
@@ -426,30 +448,6 @@ pub(crate) fn sort_files(names: &[String], state: &ManifestState, report: &mut R
     }
     logs.sort_unstable();
     logs
-}
-
-impl Core {
-    /// Flushes what replay recovered, records the new log in the manifest and
-    /// deletes the replayed logs.
-    fn finish_recovery(&self, replayed: &Arc<Memtable>, log_number: u64, last_seq: u64) -> Result<()> {
-        let schema = self.current().schema.clone();
-        let outputs = if replayed.is_empty() { Vec::new() } else { self.write_tables(replayed, &schema)? };
-        let mut st = self.state.lock();
-        self.change_manifest(&mut st, |next| {
-            next.ssts.extend(outputs.iter().map(|h| h.meta.clone()));
-            next.log_number = log_number;
-            // Every log replayed is flushed now: the new one is the only live log.
-            next.logs = vec![LogMeta::open(log_number)];
-            next.last_seq = last_seq;
-        })?;
-        for h in outputs {
-            st.handles.insert(h.meta.file, h);
-        }
-        self.install(&st, self.current().mem.clone());
-        drop(st);
-        self.remove_logs_below(log_number);
-        Ok(())
-    }
 }
 
 #[cfg(test)]

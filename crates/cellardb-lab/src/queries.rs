@@ -13,7 +13,9 @@
 //! The forms differ where the guide's advice changes the read (`latest`,
 //! `fleet-minute`); elsewhere both are the one read the key design allows.
 //! `fleet-scan`, the fleet at one minute as one scan of the whole table
-//! with a timestamp filter, has one form.
+//! with a timestamp filter, has one form, and so has `full-scan`, every
+//! cell of the table in one scan with no filter: the rate at which an
+//! engine hands out what it holds.
 //!
 //! A query is planned as one or more [`Plan`]s, each one read; an engine
 //! hands the cells it returns to a sink ([`CellRef`]), and the cells give
@@ -38,16 +40,19 @@ pub enum QueryKind {
     FleetMinute,
     /// All balloons' measurements for one minute, in one scan of the table.
     FleetScan,
+    /// Every measurement of the table, in one scan without a filter.
+    FullScan,
 }
 
 impl QueryKind {
-    /// The five, in `workload.md`'s order.
-    pub const ALL: [QueryKind; 5] = [
+    /// The six, in `workload.md`'s order.
+    pub const ALL: [QueryKind; 6] = [
         QueryKind::BalloonWeek,
         QueryKind::MetricHour,
         QueryKind::Latest,
         QueryKind::FleetMinute,
         QueryKind::FleetScan,
+        QueryKind::FullScan,
     ];
 
     /// The query's name in `workload.md`.
@@ -58,6 +63,7 @@ impl QueryKind {
             QueryKind::Latest => "latest",
             QueryKind::FleetMinute => "fleet-minute",
             QueryKind::FleetScan => "fleet-scan",
+            QueryKind::FullScan => "full-scan",
         }
     }
 
@@ -65,14 +71,21 @@ impl QueryKind {
     /// there is one way to ask.
     pub fn forms(self) -> &'static [Form] {
         match self {
-            QueryKind::FleetScan => &[Form::Natural],
+            QueryKind::FleetScan | QueryKind::FullScan => &[Form::Natural],
             _ => &[Form::Natural, Form::Tuned],
         }
     }
 
     /// Whether the query reads every balloon (and so runs a twentieth as often).
     pub fn is_fleet(self) -> bool {
-        matches!(self, QueryKind::FleetMinute | QueryKind::FleetScan)
+        matches!(self, QueryKind::FleetMinute | QueryKind::FleetScan | QueryKind::FullScan)
+    }
+
+    /// Whether every run of the query reads the same cells (it has no
+    /// parameter): then the lab checks the first run's answer against the
+    /// generator, and the others' counts against the first's.
+    pub fn is_fixed(self) -> bool {
+        matches!(self, QueryKind::FullScan)
     }
 
     /// The query of this kind drawn from `random`, a uniform 64-bit number,
@@ -92,6 +105,7 @@ impl QueryKind {
             QueryKind::Latest => Query::Latest { balloon },
             QueryKind::FleetMinute => Query::FleetMinute { minute: pick(w.minutes()) },
             QueryKind::FleetScan => Query::FleetScan { minute: pick(w.minutes()) },
+            QueryKind::FullScan => Query::FullScan,
         }
     }
 }
@@ -133,6 +147,8 @@ pub enum Query {
         /// Minute since the start.
         minute: u32,
     },
+    /// Every measurement of the table.
+    FullScan,
 }
 
 /// One measurement: what every query returns, whatever the pattern.
@@ -166,6 +182,7 @@ impl Query {
             Query::Latest { .. } => QueryKind::Latest,
             Query::FleetMinute { .. } => QueryKind::FleetMinute,
             Query::FleetScan { .. } => QueryKind::FleetScan,
+            Query::FullScan => QueryKind::FullScan,
         }
     }
 
@@ -181,6 +198,7 @@ impl Query {
             Query::MetricHour { metric, hour, .. } => (hour * 60, (hour * 60 + 60).min(end), vec![metric]),
             Query::Latest { .. } => (end.saturating_sub(1), end, all()),
             Query::FleetMinute { minute } | Query::FleetScan { minute } => (minute, minute + 1, all()),
+            Query::FullScan => (0, end, all()),
         }
     }
 
@@ -190,7 +208,7 @@ impl Query {
             Query::BalloonWeek { balloon, .. } | Query::MetricHour { balloon, .. } | Query::Latest { balloon } => {
                 balloon..(balloon + 1).min(w.balloons)
             }
-            Query::FleetMinute { .. } | Query::FleetScan { .. } => 0..w.balloons,
+            Query::FleetMinute { .. } | Query::FleetScan { .. } | Query::FullScan => 0..w.balloons,
         }
     }
 
@@ -389,6 +407,7 @@ impl Plan {
             // Every pattern keys rows by balloon first: the fleet in one
             // read is a scan of the whole table, with a filter.
             (Query::FleetScan { .. }, _, _) => one(Plan { time, ..plan(Rows::All) }),
+            (Query::FullScan, _, _) => one(plan(Rows::All)),
             (Query::FleetMinute { .. }, _, Form::Natural) => {
                 (0..balloons).map(|b| Plan { time, ..plan(Rows::Prefix(prefix(b))) }).collect()
             }

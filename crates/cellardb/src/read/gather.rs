@@ -26,7 +26,7 @@ pub(crate) struct Gathered {
 }
 
 /// Decides, entry by entry, whether a row's gather takes an entry or jumps
-/// ahead ([`super::Seeker`], for reads whose filter drops cells anyway).
+/// ahead (`read::seek::Seeker`, for reads whose filter drops cells anyway).
 pub(crate) trait Skipper {
     /// A new row begins.
     fn start_row(&mut self, row: &[u8]);

@@ -16,65 +16,12 @@ use std::collections::HashMap;
 
 use xxhash_rust::xxh3::xxh3_64;
 
+use super::block::layout::{DeltaByQualifier, FLAG_MILLIS, FLAG_PACKED_STREAMS, Stream};
 use crate::coding::{put_bytes, put_varint, zigzag};
 use crate::key::EntryRef;
 
-/// Block flag: timestamps are stored divided by 1000 (all were whole milliseconds).
-pub const FLAG_MILLIS: u8 = 1;
-
-/// Block flag: the per-entry streams (kinds included) are each stored in
-/// one of the [`Stream`] encodings, named by a tag; the timestamp and
-/// sequence streams keep each qualifier's first delta apart, as a varint.
-/// Without it (blocks written before the flag existed), kinds are bytes
-/// and the other streams varints.
-pub const FLAG_PACKED_STREAMS: u8 = 2;
-
-/// How the integers of one per-entry stream are stored in a block with
-/// [`FLAG_PACKED_STREAMS`]. Written to disk: never renumber.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Stream {
-    /// A varint each.
-    Varints = 0,
-    /// One varint: the value of every one.
-    Same = 1,
-    /// A varint base, then `n` offsets from it, each one byte.
-    Offsets8 = 2,
-    /// A varint base, then `n` offsets from it, each two bytes (little-endian).
-    Offsets16 = 3,
-    /// A varint base, then `n` offsets from it, each four bytes (little-endian).
-    Offsets32 = 4,
-}
-
-impl Stream {
-    /// The encoding with tag `b`, if any.
-    pub fn from_tag(b: u8) -> Option<Stream> {
-        [Stream::Varints, Stream::Same, Stream::Offsets8, Stream::Offsets16, Stream::Offsets32]
-            .into_iter()
-            .find(|s| *s as u8 == b)
-    }
-
-    /// Bytes per entry of an offsets encoding (0 for the others).
-    pub fn width(self) -> usize {
-        match self {
-            Stream::Varints | Stream::Same => 0,
-            Stream::Offsets8 => 1,
-            Stream::Offsets16 => 2,
-            Stream::Offsets32 => 4,
-        }
-    }
-}
-
 /// Dictionaries up to this size are searched by a scan, not the hash index.
 const SCANNED_QUALIFIERS: usize = 8;
-
-/// Most entries a block holds. The writer's estimate charges every entry
-/// [`ENTRY_ESTIMATE`] bytes, blocks are cut at the block size (at most
-/// 16 MiB) and a compaction fills one to 1.5 times that, so no block it
-/// writes comes near; a reader refuses a count above it before allocating
-/// for the entries (an entry may take no byte of the raw block: a column
-/// of empty values at regular times packs to a few bytes however long).
-pub const MAX_BLOCK_ENTRIES: usize = 1 << 23;
 
 /// The size estimate of a block of `entries` entries, `rows` distinct rows
 /// of `row_bytes` bytes in all, `qualifiers` dictionary entries of
@@ -355,37 +302,5 @@ fn row_start(rows: &[(usize, usize)]) -> usize {
     match rows.len() {
         0 | 1 => 0,
         n => rows[n - 2].0,
-    }
-}
-
-/// Deltas against the previous value of the same qualifier, or against the
-/// previous value of any qualifier for a qualifier's first entry.
-pub(crate) struct DeltaByQualifier {
-    prev: Vec<Option<i64>>,
-    last: i64,
-}
-
-impl DeltaByQualifier {
-    pub(crate) fn new(qualifiers: usize) -> Self {
-        DeltaByQualifier { prev: vec![None; qualifiers], last: 0 }
-    }
-
-    /// The base a value of qualifier `qid` is stored relative to.
-    pub(crate) fn base(&self, qid: usize) -> i64 {
-        self.prev.get(qid).copied().flatten().unwrap_or(self.last)
-    }
-
-    /// Records `value` for `qid`.
-    pub(crate) fn record(&mut self, qid: usize, value: i64) {
-        if let Some(slot) = self.prev.get_mut(qid) {
-            *slot = Some(value);
-        }
-        self.last = value;
-    }
-
-    fn delta(&mut self, qid: usize, value: i64) -> i64 {
-        let d = value.wrapping_sub(self.base(qid));
-        self.record(qid, value);
-        d
     }
 }

@@ -16,11 +16,14 @@
 
 use std::ops::Range;
 
-use super::{
-    Cursor, DecodeError, DecodedBlock, Deltas, EntryKind, Field, Header, InternalKey, MAX_ROW_KEY, RowEnds, SCRATCH,
-    SIGN, Scratch, StreamAt, cmp_in_row, is_range_end, min_max, partition_point, read_qualifier_ids, read_stream,
-    read_stream_unless_same, unzigzag,
+use super::decode::{DecodedBlock, RowEnds, SCRATCH, Scratch};
+use super::ints::{Field, SIGN, min_max};
+use super::layout::{
+    Deltas, Header, RowRecord, StreamAt, read_dictionary, read_qualifier_ids, read_stream, read_stream_unless_same,
 };
+use super::search::{cmp_in_row, partition_point};
+use crate::coding::{Cursor, DecodeError, unzigzag};
+use crate::key::{EntryKind, InternalKey, is_range_end};
 
 /// Entries `first..first + block.len()` of a data block of `total`
 /// entries, decoded on their own ([`BlockPart::decode`]).
@@ -214,13 +217,9 @@ impl<'a> Walk<'a> {
         let (mut c, Header { scale, packed, n, row_count, qual_count: quals }) = Header::read(raw)?;
         let rows = find_row(&mut c, (row_count, n), row, keys)?;
         qualifiers.clear();
-        for _ in 0..quals {
-            let len = c.length_prefixed("qualifier")?.len();
-            qualifiers.push(((c.position() - len) as u32, c.position() as u32));
-        }
-        if quals == 0 && n > 0 {
-            return Err(c.error("qualifier dictionary is empty"));
-        }
+        read_dictionary(&mut c, quals, n, |qualifier, end| {
+            qualifiers.push(((end - qualifier.len()) as u32, end as u32));
+        })?;
         let (kinds_at, same_kind) = read_stream_unless_same(&mut c, n, packed.then_some("kinds"), "kinds", kinds)?;
         let qids = read_qualifier_ids(&mut c, n, quals, packed, qids)?;
         let end = rows.needed_end(n);
@@ -406,15 +405,7 @@ fn find_row(
     // Bytes the row before, below the target, shares with it.
     let mut matched = 0;
     for j in 0..count {
-        let shared = c.len(prev_len, "row shared prefix")?;
-        let suffix = c.length_prefixed("row suffix")?;
-        if shared + suffix.len() > MAX_ROW_KEY {
-            return Err(c.error("row key longer than the 4 KiB limit"));
-        }
-        let run = c.len(entries - covered, "row run")?;
-        if run == 0 {
-            return Err(c.error("row with no entries"));
-        }
+        let RowRecord { shared, suffix, run, .. } = RowRecord::read(c, prev_len, entries - covered)?;
         prev_len = shared + suffix.len();
         match found {
             None => {
@@ -518,6 +509,8 @@ impl Values<'_> {
 /// undoes them for the first `end` entries into `out`, unless they step
 /// evenly. `heads`, `spill` and `prev` are working buffers. Returns where
 /// the stream starts.
+///
+/// [`read_delta_stream`]: super::layout::read_delta_stream
 fn read_values<'o>(
     c: &mut Cursor<'_>,
     (qids, quals): (&[u64], usize),

@@ -19,7 +19,9 @@
 //! - `row-assembly`: a wide row read whole (cached), cells per second;
 //! - `tall-scan`: a source's week of one-cell rows (cached), borrowed as
 //!   users of a scan read them: the read's fixed cost per row, rows per
-//!   second.
+//!   second;
+//! - `many-keys`: one read of a list of keys, every source's row at one
+//!   minute (cached): a merge moved from key to key.
 //!
 //! The data is a week of minutes for 64 sources in three layouts: narrow
 //! rows (a row per source and minute, four columns), wide rows (a row per
@@ -130,6 +132,19 @@ fn reads(c: &mut Criterion) {
     group.throughput(Throughput::Elements(minutes.unsigned_abs() * COLUMNS.len() as u64));
     group.bench_function("row-assembly", |b| {
         b.iter(|| black_box(wide.read_row(wide_key(next() % sources), &all).expect("read").expect("row")));
+    });
+    group.throughput(Throughput::Elements(u64::from(sources)));
+    group.bench_function("many-keys", |b| {
+        b.iter(|| {
+            let minute = i64::from(next() >> 8) % minutes;
+            let keys = (0..sources).fold(RowSet::new(), |set, s| set.key(narrow_key(s, minute)));
+            let mut rows = tall.read_rows(keys, &all);
+            let mut n = 0;
+            while let Some(row) = rows.next_borrowed() {
+                n += row.expect("read").cells().count();
+            }
+            assert_eq!(n, sources as usize);
+        });
     });
     group.throughput(Throughput::Elements(minutes.unsigned_abs()));
     group.bench_function("tall-scan", |b| {

@@ -35,7 +35,7 @@ pub struct SstIter {
     /// hold it whole (a block of several rows keeps their shared prefix
     /// once), copied out once a row into one of two buffers in turn; which
     /// one holds it, and that row's index in the block. Taking turns keeps
-    /// a promise the merge relies on ([`crate::read::RowGather`]): a
+    /// a promise the merge relies on (a reader's gather of a row): a
     /// source hands out all of a row's entries with the key at one place
     /// in memory, and the next row's at another.
     rows: [Vec<u8>; 2],

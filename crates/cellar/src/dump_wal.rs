@@ -4,9 +4,8 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use cellardb::fs::LOG_SIZE_UNIT;
 use cellardb::inspect::{
-    LogReader, MANIFEST_FILE_NAME, ManifestState, log_file_name, log_sized_in_units, read_manifest,
+    LogMeta, LogReader, MANIFEST_FILE_NAME, ManifestState, check_listed_log, log_file_name, read_manifest,
 };
 use serde_json::json;
 
@@ -60,18 +59,12 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
     }
     let stats = replayed?;
     let len = data.len() as u64;
-    if listed_as_being_written(manifest.as_ref(), path)
-        && log_sized_in_units(&data)
-        && !data.len().is_multiple_of(LOG_SIZE_UNIT)
+    // What recovery would say of the log as the manifest beside it lists
+    // it (its size, its end), asked of the engine rather than worked out.
+    if let Some(listed) = listed_log(manifest.as_ref(), path)
+        && let Err(e) = check_listed_log(path, &data, listed)
     {
-        // Neither a crash nor the engine changes the size of a log being
-        // written from whole units; only a closed log is trimmed.
-        let unit = LOG_SIZE_UNIT >> 10;
-        eprintln!(
-            "cellar: {}: the manifest lists this log as being written, and its {len} bytes are not a whole number \
-             of {unit} KiB units: cut or grown from outside; recovery refuses it",
-            path.display()
-        );
+        eprintln!("cellar: {e}: recovery refuses it");
     }
     match &stats.torn_tail {
         Some(torn) => {
@@ -117,9 +110,7 @@ fn family_names(manifest: Option<&ManifestState>) -> HashMap<u32, String> {
     state.tables.iter().flat_map(|t| &t.families).map(|f| (f.store, f.name.clone())).collect()
 }
 
-/// Whether `manifest` lists `log` as a log being written (not closed).
-fn listed_as_being_written(manifest: Option<&ManifestState>, log: &Path) -> bool {
-    manifest.is_some_and(|state| {
-        state.logs.iter().any(|l| l.closed_size.is_none() && log.file_name() == Some(log_file_name(l.number).as_ref()))
-    })
+/// How `manifest` lists `log`, if it does.
+fn listed_log<'m>(manifest: Option<&'m ManifestState>, log: &Path) -> Option<&'m LogMeta> {
+    manifest?.logs.iter().find(|l| log.file_name() == Some(log_file_name(l.number).as_ref()))
 }

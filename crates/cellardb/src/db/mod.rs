@@ -13,10 +13,11 @@ mod atomic;
 mod checkpoint;
 mod compact;
 mod flush;
-pub(crate) mod open;
+mod open;
 mod sample;
 mod stats;
 mod table;
+pub(crate) mod verify;
 mod write;
 
 use std::path::{Path, PathBuf};

@@ -323,7 +323,7 @@ fn replay_logs(
 
 /// The first log the manifest lists as live that is not among `logs` (the
 /// live logs in the directory), as the corruption it is.
-pub(crate) fn missing_log(dir: &Path, manifest: &ManifestState, logs: &[u64]) -> Option<Error> {
+pub(super) fn missing_log(dir: &Path, manifest: &ManifestState, logs: &[u64]) -> Option<Error> {
     let missing = manifest.logs.iter().find(|l| l.number >= manifest.log_number && !logs.contains(&l.number))?;
     let what = "the manifest lists this log as live, and it is missing: the writes it held are lost";
     Some(Error::corruption(dir.join(wal::file_name(missing.number)), 0, what))
@@ -334,7 +334,7 @@ pub(crate) fn missing_log(dir: &Path, manifest: &ManifestState, logs: &[u64]) ->
 /// record in the manifest if it has one (`check_listed_log`, and a closed
 /// log's records must end at its length), its torn tail tolerated only if
 /// `may_be_torn` and the log is not recorded closed.
-pub(crate) fn replay_log(
+pub(super) fn replay_log(
     path: &Path,
     data: &[u8],
     listed: Option<&LogMeta>,
@@ -366,7 +366,7 @@ pub(crate) fn replay_log(
 /// whole file for a log being written (its header checked, and its size, a
 /// whole number of units for a version that keeps it so), the bytes up to
 /// its closed length for a closed one.
-fn check_listed_log<'a>(path: &Path, data: &'a [u8], log: &LogMeta) -> Result<&'a [u8]> {
+pub(super) fn check_listed_log<'a>(path: &Path, data: &'a [u8], log: &LogMeta) -> Result<&'a [u8]> {
     if !data.starts_with(wal::MAGIC) {
         let what = "the manifest lists this log, and it has no header: emptied or overwritten";
         return Err(Error::corruption(path, 0, what));
@@ -429,7 +429,7 @@ fn is_live_log(state: &ManifestState, number: u64) -> bool {
 
 /// Sorts the directory's files: returns the logs to replay in order, and
 /// lists in the report the files to remove.
-pub(crate) fn sort_files(names: &[String], state: &ManifestState, report: &mut RecoveryReport) -> Vec<u64> {
+pub(super) fn sort_files(names: &[String], state: &ManifestState, report: &mut RecoveryReport) -> Vec<u64> {
     let mut logs = Vec::new();
     for name in names {
         if let Some(n) = parse_number(name, ".log") {

@@ -16,6 +16,9 @@
 //!   ends (intact, or a torn tail and where).
 //! - Manifests: [`ManifestReader`] — every record with its offset, and
 //!   [`read_manifest`] for the state they add up to.
+//! - Recovery's own checks, without opening: [`verify_database`] (every
+//!   file of a directory) and [`check_listed_log`] (one log, as the
+//!   manifest lists it).
 //!
 //! ```
 //! use cellardb::inspect::{LogReader, ManifestReader, read_manifest};

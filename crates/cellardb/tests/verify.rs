@@ -108,3 +108,32 @@ fn rows_overlapping_across_the_files_of_a_level_are_a_fault_unless_level_1_holds
     assert!(!as_leveled.faults.is_empty(), "two windows' files overlap in level 1");
     assert!(as_leveled.faults.iter().all(|f| f.to_string().contains("overlap")), "{:?}", as_leveled.faults);
 }
+
+/// `inspect::check_listed_log` answers for one log what recovery would:
+/// the closed log as written passes; cut short, or with bytes after its
+/// recorded end, it is refused with the offset recovery names.
+#[test]
+fn check_listed_log_says_what_recovery_would_of_one_log() {
+    use cellardb::inspect::{MANIFEST_FILE_NAME, check_listed_log, log_file_name, read_manifest};
+    let dir = database();
+    let manifest = dir.path().join(MANIFEST_FILE_NAME);
+    let state = read_manifest(&manifest, &std::fs::read(&manifest).unwrap()).unwrap();
+    let listed = state.logs.last().expect("a live log").clone();
+    let closed = usize::try_from(listed.closed_size.expect("a clean close records it")).unwrap();
+    let path = dir.path().join(log_file_name(listed.number));
+    let data = std::fs::read(&path).unwrap();
+    check_listed_log(&path, &data, &listed).unwrap();
+
+    let mut grown = data.clone();
+    grown.resize(closed + 8, 0);
+    grown[closed + 3] = 1;
+    let Err(Error::Corruption { offset, .. }) = check_listed_log(&path, &grown, &listed) else {
+        panic!("a byte after a closed log's end is refused")
+    };
+    assert_eq!(offset, closed as u64 + 3);
+
+    let Err(Error::Corruption { offset, .. }) = check_listed_log(&path, &data[..closed - 1], &listed) else {
+        panic!("a closed log cut short is refused")
+    };
+    assert_eq!(offset, closed as u64 - 1);
+}

@@ -118,7 +118,7 @@ fn check_listed_log_says_what_recovery_would_of_one_log() {
     let dir = database();
     let manifest = dir.path().join(MANIFEST_FILE_NAME);
     let state = read_manifest(&manifest, &std::fs::read(&manifest).unwrap()).unwrap();
-    let listed = state.logs.last().expect("a live log").clone();
+    let listed = *state.logs.last().expect("a live log");
     let closed = usize::try_from(listed.closed_size.expect("a clean close records it")).unwrap();
     let path = dir.path().join(log_file_name(listed.number));
     let data = std::fs::read(&path).unwrap();

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use cellardb::Compression;
 use cellardb::fs::{Fs, OsFs};
-use cellardb::inspect::{EntryRef, InternalKey, SST_FOOTER_LEN, SST_FORMAT_VERSION, SstReader, recompress as rewrite};
+use cellardb::inspect::{Entry, EntryKey, SST_FOOTER_LEN, SST_FORMAT_VERSION, SstFile};
 use serde_json::json;
 
 use crate::show::{entry_json, entry_line, escape, iso_time, ratio, unescape};
@@ -61,7 +61,7 @@ pub struct Args {
 pub fn run(args: &Args, out: &mut Out) -> Outcome {
     let path = &args.file;
     let data = OsFs.map(path).map_err(|e| file_error(path, &e))?;
-    let reader = match SstReader::open(path, data) {
+    let reader = match SstFile::open(path, data) {
         Ok(r) => Arc::new(r),
         Err(e) if args.verify => {
             fault(out, args.json, &e)?;
@@ -94,9 +94,10 @@ pub fn file_error(path: &Path, e: &std::io::Error) -> Failure {
     if e.kind() == std::io::ErrorKind::NotFound { Failure::NotFound(message) } else { Failure::Other(message) }
 }
 
-fn summary(r: &SstReader, json: bool, out: &mut Out) -> Outcome {
-    let (p, f) = (r.props(), r.footer());
-    let bloom = r.bloom();
+fn summary(r: &SstFile, json: bool, out: &mut Out) -> Outcome {
+    let (p, layout) = (r.properties(), r.layout());
+    let f = layout.spans;
+    let blocks = r.blocks().len();
     if json {
         let v = json!({
             "record": "summary",
@@ -119,9 +120,10 @@ fn summary(r: &SstReader, json: bool, out: &mut Out) -> Outcome {
             "raw_data_bytes": p.raw_data_bytes,
             "stored_data_bytes": p.stored_data_bytes,
             "data_blocks": p.data_blocks,
-            "index": {"offset": f.index.offset, "stored_bytes": f.index.stored_len, "raw_bytes": f.index.raw_len},
-            "bloom": {"offset": f.bloom.offset, "bytes": r.bloom_bytes(), "layout": bloom.layout, "bits": bloom.bits, "probes": bloom.probes},
-            "properties": {"offset": f.props.offset, "bytes": f.props.stored_len},
+            "index": {"offset": f.index.offset, "stored_bytes": f.index.stored_bytes, "raw_bytes": f.index.raw_bytes},
+            "bloom": {"offset": f.bloom.offset, "bytes": layout.bloom_bytes, "layout": layout.bloom_layout,
+                      "bits": layout.bloom_bits, "probes": layout.bloom_probes},
+            "properties": {"offset": f.properties.offset, "bytes": f.properties.stored_bytes},
         });
         return Ok(writeln!(out, "{v}")?);
     }
@@ -149,9 +151,15 @@ fn summary(r: &SstReader, json: bool, out: &mut Out) -> Outcome {
             ),
         ),
         ("logical", format!("{} bytes ({}x the file)", p.logical_bytes, ratio(p.logical_bytes, r.file_size()))),
-        ("index", format!("{} entries, {} bytes at offset {}", r.index().len(), f.index.stored_len, f.index.offset)),
-        ("bloom", format!("{} bits, {}, k = {}, at offset {}", bloom.bits, bloom.layout, bloom.probes, f.bloom.offset)),
-        ("properties", format!("{} bytes at offset {}", f.props.stored_len, f.props.offset)),
+        ("index", format!("{blocks} entries, {} bytes at offset {}", f.index.stored_bytes, f.index.offset)),
+        (
+            "bloom",
+            format!(
+                "{} bits, {}, k = {}, at offset {}",
+                layout.bloom_bits, layout.bloom_layout, layout.bloom_probes, f.bloom.offset
+            ),
+        ),
+        ("properties", format!("{} bytes at offset {}", f.properties.stored_bytes, f.properties.offset)),
         ("footer", format!("{} bytes at offset {}", SST_FOOTER_LEN, r.file_size() - SST_FOOTER_LEN as u64)),
     ];
     for (name, value) in lines {
@@ -161,16 +169,11 @@ fn summary(r: &SstReader, json: bool, out: &mut Out) -> Outcome {
 }
 
 /// A key as `row family:qualifier @time #seq`.
-fn key_text(family: &str, k: &InternalKey) -> String {
+fn key_text(family: &str, k: &EntryKey) -> String {
     format!("{} {family}:{} @{} #{}", escape(&k.row), escape(&k.qualifier), iso_time(k.timestamp), k.seq)
 }
 
-/// An entry's key as [`key_text`] shows it.
-fn entry_key_text(family: &str, e: &EntryRef<'_>) -> String {
-    format!("{} {family}:{} @{} #{}", escape(e.row), escape(e.qualifier), iso_time(e.timestamp), e.seq)
-}
-
-fn blocks(r: &SstReader, json: bool, out: &mut Out) -> Outcome {
+fn blocks(r: &SstFile, json: bool, out: &mut Out) -> Outcome {
     if !json {
         writeln!(
             out,
@@ -179,11 +182,11 @@ fn blocks(r: &SstReader, json: bool, out: &mut Out) -> Outcome {
         )?;
     }
     let mut faults = 0;
-    let family = &r.props().family;
-    for (i, ie) in r.index().iter().enumerate() {
-        let h = &ie.handle;
-        let (first, cached) = match r.read_block(i) {
-            Ok(b) => (b.entry(0).map(|e| entry_key_text(family, &e.as_ref())), b.memory_bytes()),
+    let family = &r.properties().family;
+    for (i, ie) in r.blocks().iter().enumerate() {
+        let h = &ie.span;
+        let (first, cached) = match r.block(i) {
+            Ok(b) => (b.entries.first().map(|e| key_text(family, &e.key)), b.decoded_bytes),
             Err(e) => {
                 faults += 1;
                 fault(out, json, &e)?;
@@ -194,16 +197,16 @@ fn blocks(r: &SstReader, json: bool, out: &mut Out) -> Outcome {
         if json {
             let v = json!({
                 "record": "block", "block": i, "offset": h.offset, "entries": ie.entries,
-                "raw_bytes": h.raw_len, "stored_bytes": h.stored_len, "cached_bytes": cached,
+                "raw_bytes": h.raw_bytes, "stored_bytes": h.stored_bytes, "cached_bytes": cached,
                 "first_key": first, "last_key": last,
             });
             writeln!(out, "{v}")?;
         } else {
-            let r = ratio(u64::from(h.raw_len), u64::from(h.stored_len));
+            let r = ratio(u64::from(h.raw_bytes), u64::from(h.stored_bytes));
             writeln!(
                 out,
                 "{i:>6} {:>12} {:>8} {:>9} {:>9} {r:>7} {cached:>9}  {first} .. {last}",
-                h.offset, ie.entries, h.raw_len, h.stored_len
+                h.offset, ie.entries, h.raw_bytes, h.stored_bytes
             )?;
         }
     }
@@ -238,21 +241,21 @@ impl RowBounds {
     }
 }
 
-fn scan(r: &SstReader, args: &Args, out: &mut Out) -> Outcome {
+fn scan(r: &SstFile, args: &Args, out: &mut Out) -> Outcome {
     let bounds = RowBounds::of(args)?;
-    let family = &r.props().family;
-    let first_block = r.index().partition_point(|ie| ie.last_key.row[..] < bounds.from[..]);
+    let family = &r.properties().family;
+    let index = r.blocks();
+    let first_block = index.partition_point(|ie| ie.last_key.row[..] < bounds.from[..]);
     let mut shown = 0u64;
     let limit = args.limit.unwrap_or(u64::MAX);
-    for i in first_block..r.index().len() {
-        let block = r.read_block(i)?;
-        for e in block.entries() {
-            let e = e.as_ref();
-            if shown >= limit || bounds.is_past(e.row) {
+    for i in first_block..index.len() {
+        let block = r.block(i)?;
+        for e in &block.entries {
+            if shown >= limit || bounds.is_past(&e.key.row) {
                 return Ok(());
             }
-            if bounds.holds(e.row) {
-                print_entry(out, args.json, family, &e)?;
+            if bounds.holds(&e.key.row) {
+                print_entry(out, args.json, family, e)?;
                 shown += 1;
             }
         }
@@ -260,7 +263,7 @@ fn scan(r: &SstReader, args: &Args, out: &mut Out) -> Outcome {
     Ok(())
 }
 
-fn print_entry(out: &mut Out, json: bool, family: &str, e: &EntryRef<'_>) -> Outcome {
+fn print_entry(out: &mut Out, json: bool, family: &str, e: &Entry) -> Outcome {
     if json {
         let mut v = entry_json(family, e);
         v["record"] = "entry".into();
@@ -284,14 +287,14 @@ fn fault(out: &mut Out, json: bool, e: &cellardb::Error) -> Outcome {
     Ok(())
 }
 
-fn verify(r: &SstReader, json: bool, out: &mut Out) -> Outcome {
+fn verify(r: &SstFile, json: bool, out: &mut Out) -> Outcome {
     let report = r.check();
     for e in &report.faults {
         fault(out, json, e)?;
     }
     let faults = report.faults.len();
     if json {
-        let v = json!({"record": "verify", "blocks": r.index().len(), "blocks_read": report.blocks,
+        let v = json!({"record": "verify", "blocks": r.blocks().len(), "blocks_read": report.blocks,
                        "entries": report.entries, "faults": faults});
         writeln!(out, "{v}")?;
     } else if faults == 0 {
@@ -309,7 +312,7 @@ fn verify(r: &SstReader, json: bool, out: &mut Out) -> Outcome {
     Ok(())
 }
 
-fn recompress(r: &SstReader, args: &Args, out: &mut Out) -> Outcome {
+fn recompress(r: &SstFile, args: &Args, out: &mut Out) -> Outcome {
     let mut compressions = vec![Compression::None];
     compressions.extend(args.levels.iter().map(|&level| Compression::Zstd { level }));
     if !args.json {
@@ -326,9 +329,9 @@ fn recompress(r: &SstReader, args: &Args, out: &mut Out) -> Outcome {
         }
         for &compression in &compressions {
             let started = Instant::now();
-            let bytes = rewrite(r, block_size, compression)?;
+            let bytes = r.recompressed_size(block_size, compression)?;
             let secs = started.elapsed().as_secs_f64().max(1e-9);
-            let mb_s = r.props().raw_data_bytes as f64 / secs / 1e6;
+            let mb_s = r.properties().raw_data_bytes as f64 / secs / 1e6;
             let name = match compression {
                 Compression::None => "none".to_owned(),
                 Compression::Zstd { level } => format!("zstd {level}"),

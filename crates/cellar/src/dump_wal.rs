@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use cellardb::inspect::{
-    LogMeta, LogReader, MANIFEST_FILE_NAME, ManifestState, check_listed_log, log_file_name, read_manifest,
+    LogInfo, LogReader, MANIFEST_FILE_NAME, Manifest, check_listed_log, log_file_name, read_manifest,
 };
 use serde_json::json;
 
@@ -33,19 +33,15 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
     let mut write_error = None;
     let replayed = LogReader::new(path, &data).read(|offset, record| {
         let shown = if args.json {
-            let entries: Vec<_> =
-                record.entries.iter().map(|e| entry_json(&family(e.store), &e.entry_ref(record.row))).collect();
-            let v = json!({"record": "mutation", "offset": offset, "row": escape(record.row),
+            let entries: Vec<_> = record.entries.iter().map(|e| entry_json(&family(e.store), &e.entry)).collect();
+            let v = json!({"record": "mutation", "offset": offset, "row": escape(&record.row),
                            "first_seq": record.first_seq, "entries": entries});
             writeln!(out, "{v}")
         } else {
             let n = record.entries.len();
             let entries = if n == 1 { "1 entry".to_owned() } else { format!("{n} entries") };
             writeln!(out, "@{offset} row mutation, seq {}, {entries}", record.first_seq).and_then(|()| {
-                record
-                    .entries
-                    .iter()
-                    .try_for_each(|e| writeln!(out, "  {}", entry_line(&family(e.store), &e.entry_ref(record.row))))
+                record.entries.iter().try_for_each(|e| writeln!(out, "  {}", entry_line(&family(e.store), &e.entry)))
             })
         };
         // Stop replaying (with any error) once the output is gone.
@@ -97,7 +93,7 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
 }
 
 /// The manifest beside `log`, if it can be read.
-fn manifest_beside(log: &Path) -> Option<ManifestState> {
+fn manifest_beside(log: &Path) -> Option<Manifest> {
     let manifest = log.with_file_name(MANIFEST_FILE_NAME);
     let data = std::fs::read(&manifest).ok()?;
     read_manifest(&manifest, &data).ok()
@@ -105,12 +101,12 @@ fn manifest_beside(log: &Path) -> Option<ManifestState> {
 
 /// Family names by store id, from `manifest`; none without one (the dump
 /// then names stores by id).
-fn family_names(manifest: Option<&ManifestState>) -> HashMap<u32, String> {
+fn family_names(manifest: Option<&Manifest>) -> HashMap<u32, String> {
     let Some(state) = manifest else { return HashMap::new() };
     state.tables.iter().flat_map(|t| &t.families).map(|f| (f.store, f.name.clone())).collect()
 }
 
 /// How `manifest` lists `log`, if it does.
-fn listed_log<'m>(manifest: Option<&'m ManifestState>, log: &Path) -> Option<&'m LogMeta> {
+fn listed_log<'m>(manifest: Option<&'m Manifest>, log: &Path) -> Option<&'m LogInfo> {
     manifest?.logs.iter().find(|l| log.file_name() == Some(log_file_name(l.number).as_ref()))
 }

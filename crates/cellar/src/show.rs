@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use cellardb::inspect::{EntryKind, EntryRef};
+use cellardb::inspect::{Entry, EntryKind};
 use serde_json::{Value, json};
 
 /// `bytes` escaped as the module says.
@@ -100,38 +100,38 @@ pub fn kind_name(kind: EntryKind) -> &'static str {
 
 /// One entry as a line: `row family:qualifier @time = value` for a cell,
 /// and the range or family a tombstone deletes.
-pub fn entry_line(family: &str, e: &EntryRef<'_>) -> String {
-    let (row, qualifier) = (escape(e.row), escape(e.qualifier));
-    match e.kind {
-        EntryKind::Put => format!("{row} {family}:{qualifier} @{} = {}", iso_time(e.timestamp), escape(e.value)),
-        EntryKind::PutCountedOut => {
-            format!("{row} {family}:{qualifier} @{} = {} (counted out)", iso_time(e.timestamp), escape(e.value))
-        }
+pub fn entry_line(family: &str, e: &Entry) -> String {
+    let k = &e.key;
+    let (row, qualifier, time) = (escape(&k.row), escape(&k.qualifier), iso_time(k.timestamp));
+    match k.kind {
+        EntryKind::Put => format!("{row} {family}:{qualifier} @{time} = {}", escape(&e.value)),
+        EntryKind::PutCountedOut => format!("{row} {family}:{qualifier} @{time} = {} (counted out)", escape(&e.value)),
         EntryKind::DeleteColumn => {
-            let end = e.deleted_span().and_then(|(_, end)| end).map_or("the end of time".to_owned(), iso_time);
-            format!("{row} {family}:{qualifier} DELETE cells @{} until {end}", iso_time(e.timestamp))
+            let end = e.deleted_until().flatten().map_or("the end of time".to_owned(), iso_time);
+            format!("{row} {family}:{qualifier} DELETE cells @{time} until {end}")
         }
         EntryKind::DeleteFamily => format!("{row} {family}: DELETE family"),
         // A kind of a later format version than this tool knows.
-        kind => format!("{row} {family}:{qualifier} {} @{}", kind.name(), iso_time(e.timestamp)),
+        kind => format!("{row} {family}:{qualifier} {} @{time}", kind.name()),
     }
 }
 
 /// One entry as a JSON object.
-pub fn entry_json(family: &str, e: &EntryRef<'_>) -> Value {
+pub fn entry_json(family: &str, e: &Entry) -> Value {
+    let k = &e.key;
     let mut v = json!({
-        "row": escape(e.row),
+        "row": escape(&k.row),
         "family": family,
-        "qualifier": escape(e.qualifier),
-        "kind": kind_name(e.kind),
-        "timestamp": e.timestamp,
-        "time": iso_time(e.timestamp),
-        "seq": e.seq,
+        "qualifier": escape(&k.qualifier),
+        "kind": kind_name(k.kind),
+        "timestamp": k.timestamp,
+        "time": iso_time(k.timestamp),
+        "seq": k.seq,
     });
-    if e.kind.is_cell() {
-        v["value"] = escape(e.value).into();
-    } else if e.kind == EntryKind::DeleteColumn {
-        v["delete_until"] = e.deleted_span().and_then(|(_, end)| end).into();
+    if k.kind.is_cell() {
+        v["value"] = escape(&e.value).into();
+    } else if k.kind == EntryKind::DeleteColumn {
+        v["delete_until"] = e.deleted_until().flatten().into();
     }
     v
 }

@@ -48,8 +48,7 @@ mod compaction;
 mod db;
 mod error;
 pub mod fs;
-#[cfg(test)]
-mod fuzz;
+
 pub mod inspect;
 mod iter;
 mod key;

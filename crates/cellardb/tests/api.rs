@@ -345,8 +345,8 @@ fn sst_metadata_bytes(db: &Db) -> u64 {
         .filter(|p| p.extension().is_some_and(|x| x == "sst"))
         .map(|p| {
             let data = bytes::Bytes::from(std::fs::read(&p).unwrap());
-            let r = cellardb::inspect::SstReader::open(&p, data).unwrap();
-            r.file_size() - r.index().iter().map(|e| u64::from(e.handle.stored_len)).sum::<u64>()
+            let sst = cellardb::inspect::SstFile::open(&p, data).unwrap();
+            sst.file_size() - sst.blocks().iter().map(|b| u64::from(b.span.stored_bytes)).sum::<u64>()
         })
         .sum()
 }

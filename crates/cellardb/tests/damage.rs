@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
-use cellardb::inspect::{SST_FOOTER_LEN, SstReader};
+use cellardb::inspect::{SST_FOOTER_LEN, SstFile};
 use cellardb::{Error, Filter, Mutation, Options, RowSet};
 use common::*;
 
@@ -257,12 +257,12 @@ fn region_of(file: &Path, original: &[u8], damage: &Damage) -> &'static str {
         Damage::Flip(at) | Damage::CutTo(at) | Damage::ZeroRange(at, _) => *at as u64,
         Damage::Append(_) => return "after the footer",
     };
-    let reader = SstReader::open(file, Bytes::copy_from_slice(original)).unwrap();
-    let footer = reader.footer();
+    let sst = SstFile::open(file, Bytes::copy_from_slice(original)).unwrap();
+    let footer = sst.layout().spans;
     let footer_start = (original.len() - SST_FOOTER_LEN) as u64;
     if at >= footer_start {
         "footer"
-    } else if at >= footer.props.offset {
+    } else if at >= footer.properties.offset {
         "properties block"
     } else if at >= footer.bloom.offset {
         "bloom block"

@@ -394,7 +394,7 @@ fn assert_poisoned_by_io(result: &cellardb::Result<()>) {
 }
 
 /// The live logs the manifest in `dir` lists.
-fn listed_logs(fs: &MemFs, dir: &std::path::Path) -> Vec<cellardb::inspect::LogMeta> {
+fn listed_logs(fs: &MemFs, dir: &std::path::Path) -> Vec<cellardb::inspect::LogInfo> {
     use cellardb::fs::Fs;
     let path = dir.join("MANIFEST");
     cellardb::inspect::read_manifest(&path, &fs.read(&path).unwrap()).unwrap().logs

@@ -192,6 +192,6 @@ fn verify_logs(dir: &Path, state: &ManifestState, live: &[u64], report: &mut Ver
 /// # Errors
 /// The `Error::Corruption` an open would refuse the log with, naming the
 /// file and offset.
-pub fn check_listed_log(path: &Path, data: &[u8], listed: &LogMeta) -> Result<()> {
+pub(crate) fn check_listed_log(path: &Path, data: &[u8], listed: &LogMeta) -> Result<()> {
     super::open::check_listed_log(path, data, listed).map(|_| ())
 }

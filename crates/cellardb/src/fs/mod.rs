@@ -23,8 +23,6 @@ use std::path::Path;
 
 use bytes::Bytes;
 
-#[cfg(test)]
-pub(crate) use mem::splitmix;
 pub use mem::{Fault, FsOp, MemFs};
 pub use os::OsFs;
 

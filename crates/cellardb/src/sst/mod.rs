@@ -25,12 +25,11 @@ mod writer;
 pub use block::DecodedBlock;
 #[cfg(test)]
 pub(crate) use block_builder::BlockBuilder;
-pub use bloom::BloomSummary;
 pub use format::{BlockHandle, Footer};
 pub use index::IndexEntry;
 pub use iter::SstIter;
 pub use props::Properties;
-pub use reader::{CheckReport, SstBlockCache, SstReader};
+pub use reader::{SstBlockCache, SstReader};
 pub use writer::{Compression, SstOptions, SstOrigin, SstSummary, SstWriter};
 
 /// The file name of SSTable number `n`.

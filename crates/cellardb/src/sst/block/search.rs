@@ -192,7 +192,8 @@ impl DecodedBlock {
         self.entry_in(i, &mut row).map(EntryRef::to_entry)
     }
 
-    /// Every entry in order, copied out (inspection and tests).
+    /// Every entry in order, copied out (tests).
+    #[cfg(test)]
     pub fn entries(&self) -> impl Iterator<Item = Entry> + use<'_> {
         let mut entries = Vec::with_capacity(self.len);
         self.for_each_entry(|e| entries.push(e.to_entry()));

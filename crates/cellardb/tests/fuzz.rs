@@ -1,4 +1,5 @@
-//! Fuzzing every decoder, on stable Rust.
+//! Fuzzing every decoder, on stable Rust, through the engine's public
+//! seam for tools (`cellardb::inspect`) and its API.
 //!
 //! cargo-fuzz needs a nightly toolchain; this is a mutation fuzzer of our
 //! own, run as tests. Each target is a decoder the engine runs on bytes
@@ -29,12 +30,15 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use crate::fs::{Fs, MemFs};
-use crate::manifest::ManifestState;
-use crate::model::RowBatch;
-use crate::sst::{DecodedBlock, Footer, Properties, SstReader, index};
-use crate::wal::WalReader;
-use crate::{Aggregate, Compression, Db, FamilySchema, Filter, GcRule, Mutation, Options, RowRange, RowSet, TimeRange};
+use cellardb::fs::{Fs, MemFs};
+use cellardb::inspect::{
+    LogReader, SST_FOOTER_LEN, SstFile, decode_data_block, decode_index_block, decode_log_payload,
+    decode_properties_block, decode_sst_footer, read_manifest,
+};
+use cellardb::{
+    Aggregate, Compression, Db, Error, FamilySchema, Filter, GcRule, Mutation, Options, RowRange, RowSet, Table,
+    TimeRange,
+};
 
 /// A decoder under test: bytes in, an outcome out (`"ok"` or the error's
 /// kind), panicking only on a defect.
@@ -44,8 +48,13 @@ type Decode = fn(&[u8]) -> String;
 struct Rng(u64);
 
 impl Rng {
+    /// SplitMix64.
     fn next(&mut self) -> u64 {
-        crate::fs::splitmix(&mut self.0)
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
     }
 
     fn below(&mut self, n: usize) -> usize {
@@ -238,19 +247,14 @@ fn seeds() -> Seeds {
         } else if extension == Some("log") {
             let end = data.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
             let log = data[..end].to_vec();
-            WalReader::new(dir, &log)
-                .replay(false, |_, payload| {
-                    seeds.payloads.push(payload.to_vec());
-                    Ok(())
-                })
-                .expect("replay");
+            seeds.payloads.extend(log_payloads(&log));
             seeds.logs.push(log);
         }
     }
     seeds
 }
 
-fn write_seed_rows(t: &crate::Table) {
+fn write_seed_rows(t: &Table) {
     for i in 0..120i64 {
         let row = format!("row{i:03}");
         let mut m = vec![
@@ -273,96 +277,89 @@ fn write_seed_rows(t: &crate::Table) {
     }
 }
 
+/// The file, each data block's bytes (uncompressed), its index and
+/// properties blocks (stored uncompressed, so taken as they lie) and its
+/// footer.
 fn take_sst_parts(path: &Path, data: &[u8], seeds: &mut Seeds) {
-    let reader = SstReader::open(path, Bytes::copy_from_slice(data)).expect("sst");
-    for i in 0..reader.index().len() {
-        seeds.blocks.push(reader.stored_block(i).expect("block").bytes.to_vec());
+    let sst = SstFile::open(path, Bytes::copy_from_slice(data)).expect("sst");
+    for i in 0..sst.blocks().len() {
+        seeds.blocks.push(sst.block_bytes(i).expect("block"));
     }
-    let slice = |h: &crate::sst::BlockHandle| {
-        let start = usize::try_from(h.offset).unwrap_or(0);
-        data[start..start + h.stored_len as usize].to_vec()
+    let slice = |span: cellardb::inspect::BlockSpan| {
+        let start = usize::try_from(span.offset).unwrap_or(0);
+        data[start..start + span.stored_bytes as usize].to_vec()
     };
-    let footer = reader.footer();
-    seeds.indexes.push(slice(&footer.index));
-    seeds.props.push(slice(&footer.props));
-    seeds.footers.push(data[data.len() - crate::sst::format::FOOTER_LEN..].to_vec());
+    let spans = sst.layout().spans;
+    seeds.indexes.push(slice(spans.index));
+    seeds.props.push(slice(spans.properties));
+    seeds.footers.push(data[data.len() - SST_FOOTER_LEN..].to_vec());
     seeds.ssts.push(data.to_vec());
 }
 
-/// What a decoder's error says, as text.
-trait Fault {
-    fn text(&self) -> String;
-}
-
-impl Fault for crate::Error {
-    fn text(&self) -> String {
-        match self {
-            crate::Error::Corruption { what, .. } => what.clone(),
-            other => other.to_string(),
-        }
+/// The payloads of a log's records, by its framing (`docs/format/wal.md`):
+/// a 12-byte file header, then records of a header checksum, a payload
+/// length and a payload checksum (4 bytes each) before the payload.
+fn log_payloads(log: &[u8]) -> Vec<Vec<u8>> {
+    let mut payloads = Vec::new();
+    let mut pos = 12;
+    while pos + 12 <= log.len() {
+        let len = u32::from_le_bytes(log[pos + 4..pos + 8].try_into().unwrap_or_default()) as usize;
+        let Some(end) = (pos + 12).checked_add(len).filter(|&end| end <= log.len()) else { break };
+        payloads.push(log[pos + 12..end].to_vec());
+        pos = end;
     }
+    payloads
 }
 
-impl Fault for crate::coding::DecodeError {
-    fn text(&self) -> String {
-        self.what.to_string()
-    }
-}
-
-fn outcome<T, E: Fault>(result: Result<T, E>) -> String {
+fn outcome<T>(result: Result<T, Error>) -> String {
     match result {
         Ok(_) => "ok".into(),
         // The message's text up to its first digit or quote: the kind of
         // fault, not where it was or the input it quotes.
-        Err(e) => e.text().split(|c: char| c.is_ascii_digit() || c == '"').next().unwrap_or_default().to_owned(),
+        Err(e) => {
+            let text = match e {
+                Error::Corruption { what, .. } => what,
+                other => other.to_string(),
+            };
+            text.split(|c: char| c.is_ascii_digit() || c == '"').next().unwrap_or_default().to_owned()
+        }
     }
 }
 
+/// A data block, each entry taken by its position as a read seeking into
+/// the block takes it.
 fn decode_block(data: &[u8]) -> String {
-    match DecodedBlock::decode(data) {
-        Ok(block) => {
-            // Every accessor a read uses, over every entry.
-            let entries = block.entries().count();
-            let rows = block.rows().count();
-            let _ = (block.cell_totals(), block.oldest_timestamp(), block.estimated_size());
-            for i in 0..block.len() {
-                let _ = block.locate(i);
-            }
-            format!("ok {}", entries.min(1) + rows.min(1))
-        }
-        Err(e) => outcome::<(), _>(Err(e)),
+    match decode_data_block(data) {
+        Ok(block) => format!("ok {}", block.entries.len().min(1) + block.rows.min(1)),
+        Err(e) => outcome::<()>(Err(e)),
     }
 }
 
 fn decode_index(data: &[u8]) -> String {
-    outcome(index::decode(data))
+    outcome(decode_index_block(data))
 }
 
 fn decode_props(data: &[u8]) -> String {
-    outcome(Properties::decode(data))
+    outcome(decode_properties_block(data))
 }
 
 fn decode_footer(data: &[u8]) -> String {
-    outcome(Footer::decode(data))
+    outcome(decode_sst_footer(data))
 }
 
 fn decode_sst(data: &[u8]) -> String {
-    match SstReader::open(Path::new("fuzz.sst"), Bytes::copy_from_slice(data)) {
-        Ok(reader) => {
-            let report = reader.check();
-            let _ = reader.may_contain_row(b"row001");
+    match SstFile::open(Path::new("fuzz.sst"), Bytes::copy_from_slice(data)) {
+        Ok(sst) => {
+            let report = sst.check();
+            let _ = sst.may_contain_row(b"row001");
             format!("ok {}", report.faults.len().min(1))
         }
-        Err(e) => outcome::<(), _>(Err(e)),
+        Err(e) => outcome::<()>(Err(e)),
     }
 }
 
 fn decode_log(data: &[u8]) -> String {
-    let reader = WalReader::new(Path::new("fuzz.log"), data);
-    outcome(reader.replay(true, |_, payload| {
-        RowBatch::decode(payload).map_err(|e| e.in_file(Path::new("fuzz.log")))?;
-        Ok(())
-    }))
+    outcome(LogReader::new(Path::new("fuzz.log"), data).read(|_, _| Ok(())))
 }
 
 /// A log whose record checksums are made right after mutation, so that
@@ -383,14 +380,14 @@ fn decode_log_records(data: &[u8]) -> String {
 }
 
 fn decode_payload(data: &[u8]) -> String {
-    match RowBatch::decode(data) {
+    match decode_log_payload(data) {
         Ok(batch) => format!("ok {}", batch.entries.len().min(2)),
-        Err(e) => outcome::<(), _>(Err(e)),
+        Err(e) => outcome::<()>(Err(e)),
     }
 }
 
 fn decode_manifest(data: &[u8]) -> String {
-    outcome(ManifestState::decode(data))
+    outcome(read_manifest(Path::new("fuzz-MANIFEST"), data))
 }
 
 /// A manifest whose record checksums are made right after mutation, so
@@ -410,10 +407,10 @@ fn decode_manifest_records(data: &[u8]) -> String {
 
 thread_local! {
     /// A small table the filter target reads, one per test thread.
-    static FILTER_DB: (Db, crate::Table) = filter_db();
+    static FILTER_DB: (Db, Table) = filter_db();
 }
 
-fn filter_db() -> (Db, crate::Table) {
+fn filter_db() -> (Db, Table) {
     let fs = MemFs::new();
     let db = Options::default().file_system(Arc::new(fs)).open("/filters").expect("open");
     let t = db.create_table("t", [("cf", GcRule::none()), ("cg", GcRule::max_versions(2))]).expect("table");
@@ -467,8 +464,8 @@ fn filter_of(data: &[u8], depth: usize) -> (Filter, usize) {
 fn evaluate_filter(data: &[u8]) -> String {
     let (filter, _) = filter_of(data, 0);
     if let Err(e) = filter.validate() {
-        assert!(matches!(e, crate::Error::InvalidArgument(_)), "a bad filter gives InvalidArgument, not {e}");
-        return outcome::<(), _>(Err(e));
+        assert!(matches!(e, Error::InvalidArgument(_)), "a bad filter gives InvalidArgument, not {e}");
+        return outcome::<()>(Err(e));
     }
     FILTER_DB.with(|(_, t)| {
         let forward = t.read_rows(RowSet::all(), &filter).collect_rows();

@@ -25,7 +25,7 @@ fn open(dir: &Path) -> Result<Db, Failure> {
     }
     Db::open_read_only(dir).map_err(|e| match e {
         // The engine's answer for a directory without a manifest.
-        cellardb::Error::NotFound { kind: "cellardb database", .. } => {
+        cellardb::Error::NoDatabase { .. } => {
             Failure::NotFound(format!("{} is not a cellardb database (no MANIFEST)", dir.display()))
         }
         e => Failure::from(e),

@@ -181,7 +181,7 @@ impl From<cellardb::Error> for Failure {
     fn from(e: cellardb::Error) -> Self {
         use cellardb::Error;
         match &e {
-            Error::NotFound { .. } => Failure::NotFound(e.to_string()),
+            Error::NotFound { .. } | Error::NoDatabase { .. } => Failure::NotFound(e.to_string()),
             Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
                 Failure::NotFound(e.to_string())
             }
@@ -266,9 +266,6 @@ fn checkpoint(dir: &std::path::Path, dest: &std::path::Path, out: &mut Out) -> O
 
 /// `cellar verify`: every fault, every note, and a summary.
 fn verify(dir: &std::path::Path, always_leveled: bool, out: &mut Out) -> Outcome {
-    if !dir.join(cellardb::inspect::MANIFEST_FILE_NAME).exists() {
-        return Err(Failure::NotFound(format!("{}: not a cellardb database (no MANIFEST)", dir.display())));
-    }
     let report = cellardb::inspect::verify_database(dir, always_leveled)?;
     for note in &report.notes {
         writeln!(out, "note: {note}")?;

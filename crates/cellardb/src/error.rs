@@ -45,6 +45,14 @@ pub enum Error {
         /// What was expected and what was found.
         what: String,
     },
+    /// A directory that holds no database (no `MANIFEST`, or no directory),
+    /// where one must exist: a read-only open, which never creates one, and
+    /// `inspect::verify_database`.
+    #[error("no cellardb database in {} (no MANIFEST)", path.display())]
+    NoDatabase {
+        /// The directory.
+        path: PathBuf,
+    },
     /// An operating-system I/O failure.
     #[error("I/O error on {}: {source}", path.display())]
     Io {

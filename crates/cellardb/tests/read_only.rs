@@ -68,8 +68,8 @@ fn a_read_only_open_of_a_directory_without_a_database_is_not_found() {
     let dir = tempfile::tempdir().unwrap();
     for path in [dir.path().join("missing"), dir.path().to_path_buf()] {
         match Db::open_read_only(&path) {
-            Err(e @ Error::NotFound { kind: "cellardb database", .. }) => {
-                assert_eq!(e.to_string(), format!("cellardb database not found: {} (no MANIFEST)", path.display()));
+            Err(e @ Error::NoDatabase { .. }) => {
+                assert_eq!(e.to_string(), format!("no cellardb database in {} (no MANIFEST)", path.display()));
             }
             Err(e) => panic!("expected not found, got {e}"),
             Ok(_) => panic!("opened {}", path.display()),

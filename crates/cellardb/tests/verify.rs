@@ -75,7 +75,7 @@ fn damage_is_named_with_its_file_and_every_other_file_is_still_checked() {
 #[test]
 fn a_directory_without_a_manifest_or_with_a_damaged_one_is_an_error() {
     let empty = tempfile::tempdir().unwrap();
-    assert!(matches!(verify_database(empty.path(), true), Err(Error::Io { .. })));
+    assert!(matches!(verify_database(empty.path(), true), Err(Error::NoDatabase { .. })));
     let dir = database();
     let manifest = dir.path().join("MANIFEST");
     let mut data = std::fs::read(&manifest).unwrap();

@@ -160,7 +160,7 @@ impl Options {
     /// `Error::ReadOnly`; no background thread runs.
     ///
     /// # Errors
-    /// `Error::NotFound` if `path` holds no manifest (it is not a database,
+    /// `Error::NoDatabase` if `path` holds no manifest (it is not a database,
     /// and a read-only open creates none), `Error::Corruption` if the
     /// manifest, a log or a table fails its checks, `Error::Io` on I/O
     /// failure, and `Error::Io` naming the manifest if a writer flushed or

@@ -278,7 +278,7 @@ fn gather_read_only(dir: &Path, opts: &Options) -> Result<Option<(Parts, Arc<Mem
 /// manifest by a rename, so once a database exists its manifest never goes
 /// missing.
 fn not_a_database(dir: &Path) -> Error {
-    Error::NotFound { kind: "cellardb database", name: format!("{} (no MANIFEST)", dir.display()) }
+    Error::NoDatabase { path: dir.to_path_buf() }
 }
 
 /// Replays `logs` in order into `into`, raising `last_seq` to the highest

@@ -55,13 +55,16 @@ pub struct VerifyReport {
 /// live database instead.
 ///
 /// # Errors
-/// `Error::Corruption` if the manifest does not decode; `Error::Io` if it
-/// or the directory cannot be read. Damage elsewhere is listed in the
-/// report, every file checked.
+/// `Error::NoDatabase` if `dir` holds no manifest; `Error::Corruption` if
+/// the manifest does not decode; `Error::Io` if it or the directory cannot
+/// be read. Damage elsewhere is listed in the report, every file checked.
 pub fn verify_database(dir: &Path, level1_is_one_run: bool) -> Result<VerifyReport> {
     let fs = crate::fs::OsFs;
     let manifest_path = dir.join(manifest::FILE_NAME);
-    let data = fs.read(&manifest_path).map_err(|e| Error::io(&manifest_path, e))?;
+    let data = fs.read(&manifest_path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::NoDatabase { path: dir.to_path_buf() },
+        _ => Error::io(&manifest_path, e),
+    })?;
     let state = manifest::decode(&manifest_path, &data)?;
     let names = fs.list(dir).map_err(|e| Error::io(dir, e))?;
     let mut report = VerifyReport::default();

@@ -267,7 +267,7 @@ fn a_path_that_is_no_database_gets_a_clear_error() {
     assert!(matches!(err, Error::Io { .. }), "{err:?}");
     assert!(err.to_string().contains("a-file"), "{err}");
     let err = Options::default().open_read_only(dir.path().join("missing")).expect_err("nothing there");
-    assert!(matches!(err, Error::NotFound { .. }), "{err:?}");
+    assert!(matches!(err, Error::NoDatabase { .. }), "{err:?}");
     let other = tempfile::tempdir().unwrap();
     std::fs::write(other.path().join("data.csv"), "a,b").unwrap();
     let err = Options::default().open_read_only(other.path()).expect_err("no manifest");

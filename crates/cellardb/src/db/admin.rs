@@ -10,7 +10,7 @@ use super::{Core, Db, Table};
 use crate::manifest::{ManifestState, SstMeta};
 use crate::model::row_set::KeySpan;
 use crate::model::schema::{validate_family_name, validate_table_name};
-use crate::model::{Aggregate, FamilyMeta, FamilySchema, GcRule, RangeDrop, RowRange, TableMeta, TableSchema};
+use crate::model::{Aggregate, FamilyMeta, FamilySchema, GcRule, RangeDrop, TableMeta, TableSchema};
 use crate::{Error, Result};
 
 impl Db {
@@ -232,7 +232,7 @@ impl Core {
 
     /// Records a dropped range of rows for every family of the table, with
     /// the next sequence number: every entry written before it is deleted.
-    fn drop_rows(&self, table: u32, table_name: &str, span: &KeySpan) -> Result<()> {
+    pub(super) fn drop_rows(&self, table: u32, table_name: &str, span: &KeySpan) -> Result<()> {
         self.check_writable()?;
         if span.is_empty() {
             return Ok(());
@@ -267,28 +267,5 @@ impl Core {
         self.install(&st, cs.mem.clone());
         self.request_compaction(&mut st);
         Ok(())
-    }
-}
-
-impl Table {
-    /// Deletes every row in `range` — in every family, in the memtable and
-    /// on disk — as Bigtable's `DropRowRange` does. Files holding only rows
-    /// of the range are deleted at once; others are rewritten by compaction
-    /// soon after, without touching unrelated files. Writes after the call
-    /// are kept.
-    ///
-    /// # Errors
-    /// `Error::NotFound` if the table was deleted; I/O errors writing the manifest.
-    #[allow(clippy::needless_pass_by_value, reason = "row ranges are passed by value throughout the API")]
-    pub fn drop_row_range(&self, range: RowRange) -> Result<()> {
-        self.db.core().drop_rows(self.id, &self.name, &range.half_open())
-    }
-
-    /// Deletes every row of the table.
-    ///
-    /// # Errors
-    /// As [`Table::drop_row_range`].
-    pub fn drop_all_rows(&self) -> Result<()> {
-        self.drop_row_range(RowRange::all())
     }
 }

@@ -10,30 +10,9 @@
 
 use std::path::Path;
 
-use super::{Core, Db};
+use super::Core;
 use crate::manifest::{self, LogMeta, ManifestState};
 use crate::{Error, Result, sst, wal};
-
-impl Db {
-    /// Writes a consistent copy of the database into `dest`, a directory
-    /// that must not exist yet or be empty. Writers pause only while the
-    /// live files are listed, linked and the unflushed logs read; they go
-    /// on while the copy is written. The copy holds every write
-    /// acknowledged before the call, and whole row mutations only; it is
-    /// durable when the call returns, and opens on its own
-    /// ([`Db::open`] on `dest`). SSTables are hard-linked where `dest` is on
-    /// the same file system, so the copy costs little space until the two
-    /// databases compact apart.
-    ///
-    /// # Errors
-    /// `Error::InvalidArgument` if `dest` holds files; `Error::ReadOnly` for
-    /// a database opened read-only; `Error::Closed` after close;
-    /// `Error::Poisoned` if a write failed before; `Error::Io` from reading
-    /// or writing the files.
-    pub fn checkpoint(&self, dest: impl AsRef<Path>) -> Result<()> {
-        self.core().checkpoint(dest.as_ref())
-    }
-}
 
 /// A live log's bytes, as a checkpoint copies them.
 struct LogCopy {
@@ -46,7 +25,7 @@ struct LogCopy {
 }
 
 impl Core {
-    fn checkpoint(&self, dest: &Path) -> Result<()> {
+    pub(super) fn checkpoint(&self, dest: &Path) -> Result<()> {
         self.check_open()?;
         if self.read_only {
             return Err(Error::ReadOnly { path: self.dir.clone() });

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::{Core, Db, EngineState};
+use super::{Core, EngineState};
 use crate::compaction::job::{Job, LeftOut, Output};
 use crate::compaction::picker::{self, Choice, FileInfo};
 use crate::manifest::{ManifestState, SstMeta};
@@ -83,20 +83,8 @@ pub(super) fn compactor_loop(core: &Arc<Core>) {
     }
 }
 
-impl Db {
-    /// Flushes, then compacts every file of every family of `table` into
-    /// one run: GC rules applied, deleted cells and tombstones dropped.
-    ///
-    /// # Errors
-    /// `Error::NotFound` for an unknown table; I/O errors of the flush or
-    /// compaction.
-    pub fn compact_table(&self, table: &str) -> Result<()> {
-        self.core().compact_table(table)
-    }
-}
-
 impl Core {
-    fn compact_table(&self, table: &str) -> Result<()> {
+    pub(super) fn compact_table(&self, table: &str) -> Result<()> {
         self.flush()?;
         let families = {
             let sv = self.current();

@@ -6,7 +6,9 @@
 //! here and is `crate::read`'s from then on. `docs/architecture.md`
 //! follows a write and a read through them. [`Core`]'s methods are split
 //! the same way, one path a file (as RocksDB splits its `DBImpl`); its
-//! locks and their order are stated where it is defined.
+//! locks and their order are stated where it is defined. `Db`'s methods are
+//! here, but for the admin surface (`admin.rs`, as Bigtable's clients keep
+//! a table admin client apart); `Table`'s are all in `table.rs`.
 
 mod admin;
 mod atomic;
@@ -247,6 +249,43 @@ impl Db {
     /// what is on disk). The lock is released all the same.
     pub fn close(&self) -> Result<()> {
         self.handle.shutdown()
+    }
+
+    /// Flushes, then compacts every file of every family of `table` into
+    /// one run: GC rules applied, deleted cells and tombstones dropped.
+    ///
+    /// # Errors
+    /// `Error::NotFound` for an unknown table; I/O errors of the flush or
+    /// compaction.
+    pub fn compact_table(&self, table: &str) -> Result<()> {
+        self.core().compact_table(table)
+    }
+
+    /// Writes a consistent copy of the database into `dest`, a directory
+    /// that must not exist yet or be empty. Writers pause only while the
+    /// live files are listed, linked and the unflushed logs read; they go
+    /// on while the copy is written. The copy holds every write
+    /// acknowledged before the call, and whole row mutations only; it is
+    /// durable when the call returns, and opens on its own
+    /// ([`Db::open`] on `dest`). SSTables are hard-linked where `dest` is on
+    /// the same file system, so the copy costs little space until the two
+    /// databases compact apart.
+    ///
+    /// # Errors
+    /// `Error::InvalidArgument` if `dest` holds files; `Error::ReadOnly` for
+    /// a database opened read-only; `Error::Closed` after close;
+    /// `Error::Poisoned` if a write failed before; `Error::Io` from reading
+    /// or writing the files.
+    pub fn checkpoint(&self, dest: impl AsRef<Path>) -> Result<()> {
+        self.core().checkpoint(dest.as_ref())
+    }
+
+    /// The engine's figures now.
+    ///
+    /// # Errors
+    /// `Error::Closed` after [`Db::close`].
+    pub fn stats(&self) -> Result<Stats> {
+        stats::stats_of(self.core())
     }
 }
 

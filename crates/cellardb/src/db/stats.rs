@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::Db;
+use super::Core;
 use crate::Result;
 use crate::model::TableMeta;
 use crate::version::SuperVersion;
@@ -206,44 +206,38 @@ fn levels_of(files: &[std::sync::Arc<crate::version::SstHandle>]) -> Vec<LevelSt
     levels
 }
 
-impl Db {
-    /// The engine's figures now.
-    ///
-    /// # Errors
-    /// `Error::Closed` after [`Db::close`].
-    pub fn stats(&self) -> Result<Stats> {
-        let core = self.core();
-        let sv = core.view()?;
-        let mut tables: Vec<TableStats> = sv.schema.tables.iter().map(|t| TableStats::of(t, &sv)).collect();
-        tables.sort_by(|a, b| a.name.cmp(&b.name));
-        let (hits, misses) = core.cache.hit_counts();
-        let c = &core.counters;
-        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let written = load(&c.wal) + load(&c.flushed) + load(&c.compaction_written);
-        let logical = load(&c.logical);
-        let families = tables.iter().flat_map(|t| &t.families);
-        let all: u64 = families.clone().map(|f| f.sst_bytes).sum();
-        let deepest: u64 = families.filter_map(|f| f.levels.last()).map(|l| l.bytes).sum();
-        Ok(Stats {
-            tables,
-            memtable_bytes: sv.mem.approximate_bytes() as u64,
-            immutable_memtables: sv.imm.len(),
-            last_sequence: core.visible_seq.load(Ordering::Acquire),
-            logical_bytes_written: c.logical.load(Ordering::Relaxed),
-            wal_bytes_written: c.wal.load(Ordering::Relaxed),
-            flush_bytes_written: c.flushed.load(Ordering::Relaxed),
-            compaction_bytes_read: load(&c.compaction_read),
-            compaction_bytes_written: load(&c.compaction_written),
-            compaction_blocks_copied: load(&c.blocks_copied),
-            compaction_entries_passed: load(&c.entries_passed),
-            write_amplification: if logical == 0 { 0.0 } else { written as f64 / logical as f64 },
-            space_amplification: if deepest == 0 { 1.0 } else { all as f64 / deepest as f64 },
-            stall_time: Duration::from_micros(c.stall_micros.load(Ordering::Relaxed)),
-            cells_expired_at_write: load(&c.expired_at_write),
-            block_cache_bytes: core.cache.used_bytes() as u64,
-            block_cache_hits: hits,
-            block_cache_misses: misses,
-            recovery: core.recovery.clone(),
-        })
-    }
+/// The engine's figures now (`Db::stats`).
+pub(super) fn stats_of(core: &Core) -> Result<Stats> {
+    let sv = core.view()?;
+    let mut tables: Vec<TableStats> = sv.schema.tables.iter().map(|t| TableStats::of(t, &sv)).collect();
+    tables.sort_by(|a, b| a.name.cmp(&b.name));
+    let (hits, misses) = core.cache.hit_counts();
+    let c = &core.counters;
+    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let written = load(&c.wal) + load(&c.flushed) + load(&c.compaction_written);
+    let logical = load(&c.logical);
+    let families = tables.iter().flat_map(|t| &t.families);
+    let all: u64 = families.clone().map(|f| f.sst_bytes).sum();
+    let deepest: u64 = families.filter_map(|f| f.levels.last()).map(|l| l.bytes).sum();
+    Ok(Stats {
+        tables,
+        memtable_bytes: sv.mem.approximate_bytes() as u64,
+        immutable_memtables: sv.imm.len(),
+        last_sequence: core.visible_seq.load(Ordering::Acquire),
+        logical_bytes_written: c.logical.load(Ordering::Relaxed),
+        wal_bytes_written: c.wal.load(Ordering::Relaxed),
+        flush_bytes_written: c.flushed.load(Ordering::Relaxed),
+        compaction_bytes_read: load(&c.compaction_read),
+        compaction_bytes_written: load(&c.compaction_written),
+        compaction_blocks_copied: load(&c.blocks_copied),
+        compaction_entries_passed: load(&c.entries_passed),
+        write_amplification: if logical == 0 { 0.0 } else { written as f64 / logical as f64 },
+        space_amplification: if deepest == 0 { 1.0 } else { all as f64 / deepest as f64 },
+        stall_time: Duration::from_micros(c.stall_micros.load(Ordering::Relaxed)),
+        cells_expired_at_write: load(&c.expired_at_write),
+        block_cache_bytes: core.cache.used_bytes() as u64,
+        block_cache_hits: hits,
+        block_cache_misses: misses,
+        recovery: core.recovery.clone(),
+    })
 }

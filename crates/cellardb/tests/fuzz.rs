@@ -22,6 +22,8 @@
 //! writes the generated seeds into the corpus. `docs/reliability.md` gives
 //! the long form and its figures.
 
+mod common;
+
 use std::collections::HashSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -29,7 +31,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-
 use cellardb::fs::{Fs, MemFs};
 use cellardb::inspect::{
     LogReader, SST_FOOTER_LEN, SstFile, decode_data_block, decode_index_block, decode_log_payload,
@@ -39,28 +40,11 @@ use cellardb::{
     Aggregate, Compression, Db, Error, FamilySchema, Filter, GcRule, Mutation, Options, RowRange, RowSet, Table,
     TimeRange,
 };
+use common::Rng;
 
 /// A decoder under test: bytes in, an outcome out (`"ok"` or the error's
 /// kind), panicking only on a defect.
 type Decode = fn(&[u8]) -> String;
-
-/// A seeded source of draws.
-struct Rng(u64);
-
-impl Rng {
-    /// SplitMix64.
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        usize::try_from(self.next() % n.max(1) as u64).unwrap_or(0)
-    }
-}
 
 /// Values at the edges of what fields hold.
 const EDGES: [u64; 12] = [0, 1, 2, 0x7f, 0x80, 0xff, 0x100, 0xffff, 0x7fff_ffff, 0xffff_ffff, 1 << 40, u64::MAX];
@@ -68,50 +52,50 @@ const EDGES: [u64; 12] = [0, 1, 2, 0x7f, 0x80, 0xff, 0x100, 0xffff, 0x7fff_ffff,
 /// One random change to `data`; `other` is another input to splice from.
 fn mutate(rng: &mut Rng, data: &mut Vec<u8>, other: &[u8]) {
     let len = data.len();
-    match rng.below(9) {
+    match rng.index(9) {
         0 if len > 0 => {
-            let at = rng.below(len);
-            data[at] ^= 1 << rng.below(8);
+            let at = rng.index(len);
+            data[at] ^= 1 << rng.index(8);
         }
         1 if len > 0 => {
-            let at = rng.below(len);
-            data[at] = EDGES[rng.below(EDGES.len())].to_le_bytes()[0];
+            let at = rng.index(len);
+            data[at] = EDGES[rng.index(EDGES.len())].to_le_bytes()[0];
         }
         2 if len > 0 => {
-            let at = rng.below(len);
-            let end = (at + 1 + rng.below(16)).min(len);
+            let at = rng.index(len);
+            let end = (at + 1 + rng.index(16)).min(len);
             data.drain(at..end);
         }
         3 if len > 0 => {
-            let at = rng.below(len);
-            let end = (at + 1 + rng.below(64)).min(len);
+            let at = rng.index(len);
+            let end = (at + 1 + rng.index(64)).min(len);
             let copy = data[at..end].to_vec();
-            let to = rng.below(len);
+            let to = rng.index(len);
             data.splice(to..to, copy);
         }
         4 if !other.is_empty() => {
-            let at = rng.below(other.len());
-            let end = (at + 1 + rng.below(256)).min(other.len());
-            let to = rng.below(len + 1);
-            let cut = (to + rng.below(64)).min(len);
+            let at = rng.index(other.len());
+            let end = (at + 1 + rng.index(256)).min(other.len());
+            let to = rng.index(len + 1);
+            let cut = (to + rng.index(64)).min(len);
             data.splice(to..cut, other[at..end].iter().copied());
         }
         5 if len >= 8 => {
-            let at = rng.below(len - 7);
-            let width = [1, 2, 4, 8][rng.below(4)];
-            let value = EDGES[rng.below(EDGES.len())].wrapping_add(rng.below(3) as u64).wrapping_sub(1);
+            let at = rng.index(len - 7);
+            let width = [1, 2, 4, 8][rng.index(4)];
+            let value = EDGES[rng.index(EDGES.len())].wrapping_add(rng.index(3) as u64).wrapping_sub(1);
             data[at..at + width].copy_from_slice(&value.to_le_bytes()[..width]);
         }
-        6 if len > 0 => data.truncate(rng.below(len)),
+        6 if len > 0 => data.truncate(rng.index(len)),
         7 => {
-            let at = rng.below(len + 1);
-            let bytes: Vec<u8> = (0..=rng.below(16)).map(|_| rng.next().to_le_bytes()[0]).collect();
+            let at = rng.index(len + 1);
+            let bytes: Vec<u8> = (0..=rng.index(16)).map(|_| rng.next().to_le_bytes()[0]).collect();
             data.splice(at..at, bytes);
         }
         _ if len > 0 => {
             // A varint-sized run of 0xff: lengths and counts that overflow.
-            let at = rng.below(len);
-            let end = (at + 1 + rng.below(10)).min(len);
+            let at = rng.index(len);
+            let end = (at + 1 + rng.index(10)).min(len);
             data[at..end].fill(0xff);
         }
         _ => data.push(rng.next().to_le_bytes()[0]),
@@ -148,9 +132,9 @@ fn fuzz(name: &str, decode: Decode, seeds: Vec<Vec<u8>>, budget: Duration, seed:
     let mut execs = 0u64;
     while cpu_time(started).saturating_sub(cpu_before) < budget {
         for _ in 0..1024 {
-            let mut input = pool[rng.below(pool.len())].clone();
-            let other = pool[rng.below(pool.len())].clone();
-            for _ in 0..=rng.below(4) {
+            let mut input = pool[rng.index(pool.len())].clone();
+            let other = pool[rng.index(pool.len())].clone();
+            for _ in 0..=rng.index(4) {
                 mutate(&mut rng, &mut input, &other);
             }
             input.truncate(1 << 20);

@@ -1,7 +1,7 @@
 //! `inspect`, the seam for tools: what it hands out of each file agrees with
 //! what was written, and its decoders over bytes agree with its readers.
 
-use std::path::{Path, PathBuf};
+mod common;
 
 use bytes::Bytes;
 use cellardb::inspect::{
@@ -9,6 +9,7 @@ use cellardb::inspect::{
     decode_index_block, decode_properties_block, decode_sst_footer, log_file_name, read_manifest, sst_file_name,
 };
 use cellardb::{Compression, Db, Error, GcRule, Mutation, Options, TimeRange};
+use common::files_ending;
 
 /// Writes `rows` rows of a cell and a column tombstone in `cf`, and a
 /// family tombstone in `cg`.
@@ -25,16 +26,6 @@ fn write(db: &Db, rows: usize) {
         )
         .unwrap();
     }
-}
-
-fn files(dir: &Path, extension: &str) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == extension))
-        .collect();
-    files.sort();
-    files
 }
 
 #[test]
@@ -59,7 +50,7 @@ fn sstable_reads_back(compression: Compression) {
     .unwrap();
     let store_of = |name: &str| manifest.tables[0].families.iter().find(|f| f.name == name).unwrap().store;
     let listed: Vec<String> = manifest.ssts.iter().map(|s| sst_file_name(s.file)).collect();
-    let ssts = files(dir.path(), "sst");
+    let ssts = files_ending(dir.path(), ".sst");
     assert_eq!(ssts.len(), 2, "one file a family");
     for path in &ssts {
         assert!(listed.iter().any(|name| path.ends_with(name)), "{} is listed", path.display());

@@ -24,29 +24,8 @@ use cellardb::fs::MemFs;
 use cellardb::{
     Aggregate, CompactionStrategy, Db, Filter, GcRule, Mutation, Options, RowRange, RowSet, Table, TimeRange,
 };
+use common::Rng;
 use common::model::{Model, ModelCell, ModelFilter, ModelGc, cells_of};
-
-/// SplitMix64, so a seed means the same run everywhere.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
 
 const KEY_BYTES: [u8; 4] = [b'a', b'b', 0x00, 0xff];
 const QUALIFIERS: [&[u8]; 4] = [b"", b"q0", b"q1", b"q\xff"];

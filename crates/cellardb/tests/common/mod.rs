@@ -83,6 +83,38 @@ pub fn mix(seed: u64, n: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// A seeded source of draws (SplitMix64), so a seed means the same run
+/// everywhere.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A draw below `n` (0 if `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    /// An index below `len` (0 if `len` is 0).
+    pub fn index(&mut self, len: usize) -> usize {
+        usize::try_from(self.below(len as u64)).unwrap_or(0)
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.index(items.len())]
+    }
+
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
 /// The files of `dir` whose names end with `suffix` (`""`: all), sorted.
 pub fn files_ending(dir: &Path, suffix: &str) -> Vec<std::path::PathBuf> {
     let mut files: Vec<_> = std::fs::read_dir(dir)

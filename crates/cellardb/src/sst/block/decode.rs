@@ -5,8 +5,8 @@ use std::cell::RefCell;
 
 use super::ints::{Field, SIGN, min_max};
 use super::layout::{
-    Header, RowRecord, decode_qualifier_ids, read_delta_stream, read_dictionary, read_stream, read_stream_unless_same,
-    undelta_field,
+    Header, RowRecord, decode_qualifier_ids, read_delta_stream, read_dictionary, read_stream_unless_same,
+    read_value_streams, undelta_field, value_starts,
 };
 use crate::cache::Charge;
 use crate::coding::{Cursor, DecodeError};
@@ -147,15 +147,13 @@ impl DecodedBlock {
             return Err(c.error_at(timestamps_at, "timestamp out of range"));
         }
         let (seqs_at, deltas) =
-            read_delta_stream(&mut c, qids, qual_count, packed, "sequence", scratch, (heads, rest))?;
+            read_delta_stream(&mut c, qids, qual_count, packed, "sequence", scratch, (&mut *heads, rest))?;
         let (seqs, min, _) = undelta_field(deltas, scratch, qids, qual_count, Field::pack_in);
         if n > 0 && min < SIGN {
             return Err(c.error_at(seqs_at, "negative sequence number"));
         }
-        let (value_starts, value_lens, values) = decode_values(&mut c, qids, qual_count, packed, scratch, starts)?;
-        if !c.is_empty() {
-            return Err(c.error("end of block"));
-        }
+        let (value_starts, value_lens, values) =
+            decode_values(&mut c, (qids, qual_count), packed, (scratch, &mut *heads, starts))?;
         let put = u64::from(EntryKind::Put as u8);
         if let Some(kind) = same_kind.filter(|&k| k != put) {
             kinds.clear();
@@ -333,50 +331,15 @@ fn decode_rows(
 #[allow(clippy::cast_possible_truncation, reason = "lengths bounded by the block's size, under 4 GiB")]
 fn decode_values(
     c: &mut Cursor<'_>,
-    qids: &[u32],
-    quals: usize,
+    (qids, quals): (&[u32], usize),
     packed: bool,
-    lens: &mut Vec<u64>,
-    starts: &mut Vec<u64>,
+    (lens, groups, starts): (&mut Vec<u64>, &mut Vec<u64>, &mut Vec<u64>),
 ) -> Result<(Field, Field, Box<[u8]>), DecodeError> {
-    let at = read_stream(c, qids.len(), packed.then_some("value length"), "value length", lens)?;
-    // Each length is at most the bytes left, under 4 GiB, and there are
-    // fewer entries than bytes: their sums cannot overflow.
-    let left = c.remaining() as u64;
+    let (_, values) = read_value_streams(c, (qids, quals), packed, lens, groups)?;
+    value_starts((qids, lens), groups, 0..qids.len(), starts);
     let (min_len, max_len) = min_max(lens);
-    if max_len > left {
-        let i = lens.iter().position(|&len| len > left).unwrap_or(0);
-        return Err(c.error_at(at.offset_of(c, i), "value length"));
-    }
-    starts.clear();
-    let total = if quals == 1 {
-        let mut at = 0;
-        starts.extend(lens.iter().map(|&len| {
-            let start = at;
-            at += len;
-            start
-        }));
-        at
-    } else {
-        let mut cursor = vec![0u64; quals];
-        for (&qid, &len) in qids.iter().zip(lens.iter()) {
-            cursor[qid as usize] += len;
-        }
-        let mut total = 0;
-        for group in &mut cursor {
-            (*group, total) = (total, total + *group);
-        }
-        starts.extend(qids.iter().zip(lens.iter()).map(|(&qid, &len)| {
-            let start = &mut cursor[qid as usize];
-            let at = *start;
-            *start += len;
-            at
-        }));
-        total
-    };
-    let values: Box<[u8]> = c.bytes(usize::try_from(total).map_err(|_| c.error("values"))?, "values")?.into();
     let value_lens = Field::pack_in(lens, min_len, max_len);
-    Ok((Field::pack_in(starts, 0, total), value_lens, values))
+    Ok((Field::pack_in(starts, 0, values.len() as u64), value_lens, values.into()))
 }
 
 /// What a block of cells adds to its file's properties.

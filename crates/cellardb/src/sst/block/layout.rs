@@ -1,7 +1,9 @@
 //! The layout of a data block as the decoders read it, written by
 //! [`crate::sst::block_builder`]: the flags, stream encodings and bounds
 //! the writer shares, the header, the row records, the qualifier
-//! dictionary and the per-entry streams.
+//! dictionary, the per-entry streams, and the values that end the block.
+
+use std::ops::Range;
 
 use super::ints::{Field, SIGN};
 use crate::coding::{Cursor, DecodeError, unzigzag};
@@ -452,4 +454,94 @@ pub(super) fn read_qualifier_ids<'o>(
         return Err(c.error_at(at.data, "qualifier id: a dictionary entry no entry uses"));
     }
     Ok(out)
+}
+
+/// A qualifier's id in the block's dictionary, as a decoder keeps it: the
+/// whole decode as `u32`, the part decode as `u64`.
+pub(super) trait QualifierId: Copy {
+    /// The id as an index into the dictionary.
+    fn index(self) -> usize;
+}
+
+impl QualifierId for u32 {
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl QualifierId for u64 {
+    #[allow(clippy::cast_possible_truncation, reason = "qualifier ids were checked to be below the count")]
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The block's last streams: the value lengths, then the values, grouped
+/// by qualifier in id order. Reads the lengths (one per entry of `qids`)
+/// into `lens` and where each qualifier's values start into `groups`;
+/// checks that every length fits the bytes left and that the values end
+/// the block. Returns where the values begin, and the values.
+pub(super) fn read_value_streams<'a, Q: QualifierId>(
+    c: &mut Cursor<'a>,
+    (qids, quals): (&[Q], usize),
+    packed: bool,
+    lens: &mut Vec<u64>,
+    groups: &mut Vec<u64>,
+) -> Result<(usize, &'a [u8]), DecodeError> {
+    let at = read_stream(c, qids.len(), packed.then_some("value length"), "value length", lens)?;
+    let left = c.remaining() as u64;
+    if let Some(i) = lens.iter().position(|&len| len > left) {
+        return Err(c.error_at(at.offset_of(c, i), "value length"));
+    }
+    // Each length is at most the bytes left, under 4 GiB, and there are
+    // fewer entries than bytes: the sums cannot overflow.
+    groups.clear();
+    groups.resize(quals, 0);
+    if quals == 1 {
+        groups[0] = lens.iter().sum();
+    } else {
+        for (&q, &len) in qids.iter().zip(lens.iter()) {
+            groups[q.index()] += len;
+        }
+    }
+    let mut total = 0;
+    for group in groups.iter_mut() {
+        (*group, total) = (total, total + *group);
+    }
+    let values_at = c.position();
+    let values = c.bytes(usize::try_from(total).map_err(|_| c.error("values"))?, "values")?;
+    if !c.is_empty() {
+        return Err(c.error("end of block"));
+    }
+    Ok((values_at, values))
+}
+
+/// Where the values of entries `range` start in the block's values, into
+/// `out`: their qualifier's start (`groups`, from [`read_value_streams`])
+/// plus the lengths of its entries before. May overwrite `groups`.
+pub(super) fn value_starts<Q: QualifierId>(
+    (qids, lens): (&[Q], &[u64]),
+    groups: &mut [u64],
+    range: Range<usize>,
+    out: &mut Vec<u64>,
+) {
+    out.clear();
+    if let [start] = groups {
+        // One qualifier: the values lie in entry order.
+        let mut at = *start + lens[..range.start].iter().sum::<u64>();
+        out.extend(lens[range].iter().map(|&len| {
+            let start = at;
+            at += len;
+            start
+        }));
+        return;
+    }
+    for (&q, &len) in qids[..range.start].iter().zip(lens) {
+        groups[q.index()] += len;
+    }
+    for (&q, &len) in qids[range.clone()].iter().zip(&lens[range]) {
+        let at = &mut groups[q.index()];
+        out.push(*at);
+        *at += len;
+    }
 }

@@ -19,7 +19,8 @@ use std::ops::Range;
 use super::decode::{DecodedBlock, RowEnds, SCRATCH, Scratch};
 use super::ints::{Field, SIGN, min_max};
 use super::layout::{
-    Deltas, Header, RowRecord, StreamAt, read_dictionary, read_qualifier_ids, read_stream, read_stream_unless_same,
+    Deltas, Header, RowRecord, StreamAt, read_dictionary, read_qualifier_ids, read_stream_unless_same,
+    read_value_streams, value_starts,
 };
 use super::search::{cmp_in_row, partition_point};
 use crate::coding::{Cursor, DecodeError, unzigzag};
@@ -228,14 +229,7 @@ impl<'a> Walk<'a> {
             read_values(&mut c, (qids, quals), packed, ("timestamp", end), (heads, spill, prev), timestamps)?;
         let (seqs_at, sequences) =
             read_values(&mut c, (qids, quals), packed, ("sequence", end), (heads, spill, prev), seqs)?;
-        let lens_at = read_stream(&mut c, n, packed.then_some("value length"), "value length", lens)?;
-        let total = group_starts((qids, lens), quals, c.remaining() as u64, heads)
-            .map_err(|i| c.error_at(lens_at.offset_of(&c, i), "value length"))?;
-        let values_at = c.position();
-        c.bytes(usize::try_from(total).map_err(|_| c.error("values"))?, "values")?;
-        if !c.is_empty() {
-            return Err(c.error("end of block"));
-        }
+        let (values_at, _) = read_value_streams(&mut c, (qids, quals), packed, lens, heads)?;
         let walk = Walk {
             raw,
             n,
@@ -569,49 +563,6 @@ fn undo(heads: &[u64], deltas: &[u64], (qids, quals): (&[u64], usize), prev: &mu
         let v = base.wrapping_add(unzigzag(delta));
         (prev[q], last) = (v, v);
         out.push(v.cast_unsigned() ^ SIGN);
-    }
-}
-
-/// Where each qualifier's values start in the block's values, into
-/// `starts` (indexed by qualifier id), for `n` entries of `quals`
-/// qualifiers; returns the values' total length, or the index of the
-/// first entry whose length is above `left`, the bytes the block has left.
-#[allow(clippy::cast_possible_truncation, reason = "qualifier ids were checked to be below the count")]
-fn group_starts((qids, lens): (&[u64], &[u64]), quals: usize, left: u64, starts: &mut Vec<u64>) -> Result<u64, usize> {
-    starts.clear();
-    starts.resize(quals, 0);
-    if let Some(i) = lens.iter().position(|&len| len > left) {
-        return Err(i);
-    }
-    // Each length is at most the bytes left, under 4 GiB, and there are
-    // fewer entries than bytes: the sums cannot overflow.
-    if quals == 1 {
-        starts[0] = lens.iter().sum();
-    } else {
-        for (&q, &len) in qids.iter().zip(lens) {
-            starts[q as usize] += len;
-        }
-    }
-    let mut total = 0;
-    for group in starts.iter_mut() {
-        (*group, total) = (total, total + *group);
-    }
-    Ok(total)
-}
-
-/// Where the values of entries `range` start in the block's values, into
-/// `out`: each qualifier's start (`groups`, from [`group_starts`]) plus
-/// the lengths of its entries before. Overwrites `groups`.
-#[allow(clippy::cast_possible_truncation, reason = "qualifier ids were checked to be below the count")]
-fn value_starts((qids, lens): (&[u64], &[u64]), groups: &mut [u64], range: Range<usize>, out: &mut Vec<u64>) {
-    for (&q, &len) in qids[..range.start].iter().zip(lens) {
-        groups[q as usize] += len;
-    }
-    out.clear();
-    for (&q, &len) in qids[range.clone()].iter().zip(&lens[range]) {
-        let at = &mut groups[q as usize];
-        out.push(*at);
-        *at += len;
     }
 }
 

@@ -97,7 +97,7 @@ pub fn file_error(path: &Path, e: &std::io::Error) -> Failure {
 fn summary(r: &SstFile, json: bool, out: &mut Out) -> Outcome {
     let (p, layout) = (r.properties(), r.layout());
     let f = layout.spans;
-    let blocks = r.blocks().len();
+    let blocks = r.block_count();
     if json {
         let v = json!({
             "record": "summary",
@@ -294,7 +294,7 @@ fn verify(r: &SstFile, json: bool, out: &mut Out) -> Outcome {
     }
     let faults = report.faults.len();
     if json {
-        let v = json!({"record": "verify", "blocks": r.blocks().len(), "blocks_read": report.blocks,
+        let v = json!({"record": "verify", "blocks": r.block_count(), "blocks_read": report.blocks,
                        "entries": report.entries, "faults": faults});
         writeln!(out, "{v}")?;
     } else if faults == 0 {

@@ -59,6 +59,7 @@ fn sstable_reads_back(compression: Compression) {
         let props = sst.properties();
         let blocks = sst.blocks();
         assert!(blocks.len() > 1, "512-byte blocks: many a file");
+        assert_eq!(sst.block_count(), blocks.len());
         let mut entries = Vec::new();
         for (i, info) in blocks.iter().enumerate() {
             let block = sst.block(i).unwrap();

@@ -36,7 +36,7 @@ impl EntryKind {
     }
 }
 
-pub(super) fn kind_of(kind: key::EntryKind) -> EntryKind {
+fn kind_of(kind: key::EntryKind) -> EntryKind {
     match kind {
         key::EntryKind::Put => EntryKind::Put,
         key::EntryKind::PutCountedOut => EntryKind::PutCountedOut,
@@ -74,13 +74,11 @@ pub struct EntryKey {
 
 impl EntryKey {
     pub(super) fn of(key: &InternalKey) -> EntryKey {
-        EntryKey {
-            row: key.row.to_vec(),
-            qualifier: key.qualifier.to_vec(),
-            timestamp: key.timestamp,
-            seq: key.seq,
-            kind: kind_of(key.kind),
-        }
+        EntryKey::copied(&key.row, &key.qualifier, key.timestamp, key.seq, key.kind)
+    }
+
+    fn copied(row: &[u8], qualifier: &[u8], timestamp: i64, seq: u64, kind: key::EntryKind) -> EntryKey {
+        EntryKey { row: row.to_vec(), qualifier: qualifier.to_vec(), timestamp, seq, kind: kind_of(kind) }
     }
 }
 
@@ -97,13 +95,7 @@ pub struct Entry {
 
 impl Entry {
     pub(super) fn of(e: &EntryRef<'_>) -> Entry {
-        let key = EntryKey {
-            row: e.row.to_vec(),
-            qualifier: e.qualifier.to_vec(),
-            timestamp: e.timestamp,
-            seq: e.seq,
-            kind: kind_of(e.kind),
-        };
+        let key = EntryKey::copied(e.row, e.qualifier, e.timestamp, e.seq, e.kind);
         Entry { key, value: e.value.to_vec() }
     }
 

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::entry::{Entry, EntryKey, kind_of};
+use super::entry::Entry;
 use crate::model::{BatchEntry, RowBatch};
 use crate::wal::WalReader;
 use crate::{Result, TornTail};
@@ -85,14 +85,7 @@ pub struct LogEntry {
 
 impl LogEntry {
     fn of(row: &[u8], e: &BatchEntry<'_>) -> LogEntry {
-        let key = EntryKey {
-            row: row.to_vec(),
-            qualifier: e.qualifier.to_vec(),
-            timestamp: e.timestamp,
-            seq: e.seq,
-            kind: kind_of(e.kind),
-        };
-        LogEntry { store: e.store, entry: Entry { key, value: e.value.to_vec() } }
+        LogEntry { store: e.store, entry: Entry::of(&e.entry_ref(row)) }
     }
 }
 

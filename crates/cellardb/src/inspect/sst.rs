@@ -61,6 +61,11 @@ impl SstFile {
         }
     }
 
+    /// The number of data blocks.
+    pub fn block_count(&self) -> usize {
+        self.reader.index().len()
+    }
+
     /// The data blocks, in key order, as the index lists them.
     pub fn blocks(&self) -> Vec<BlockInfo> {
         self.reader.index().iter().map(BlockInfo::of).collect()

@@ -1,5 +1,7 @@
 //! Ingest and scan of the balloon workload (`docs/workload.md`):
-//! `bucket-new-cell` and `single-ts-unserialized`, 10 balloons × 1 day,
+//! `bucket-new-cell`, `single-ts-unserialized` and `single-ts-serialized`
+//! (one cell of 14 bytes per event: the write path's fixed cost per row),
+//! 10 balloons × 1 day,
 //! events in arrival order, one row mutation per event, buffered durability
 //! (the log written to the OS on every write, no fsync), flushed at the end.
 //!
@@ -21,7 +23,8 @@ use cellardb::{Db, Filter, GcRule, Mutation, Options, RowSet, Table};
 use cellardb_lab::workload::{SchemaPattern, Workload};
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 
-const PATTERNS: [SchemaPattern; 2] = [SchemaPattern::BucketNewCell, SchemaPattern::SingleTsUnserialized];
+const PATTERNS: [SchemaPattern; 3] =
+    [SchemaPattern::BucketNewCell, SchemaPattern::SingleTsUnserialized, SchemaPattern::SingleTsSerialized];
 
 fn workload() -> Workload {
     Workload::new(10, 1)
@@ -124,7 +127,9 @@ mod rocks {
     use criterion::{BatchSize, BenchmarkGroup};
 
     fn open(dir: &std::path::Path) -> RocksBaseline {
-        RocksBaseline::open(dir, Durability::Buffered).expect("open rocksdb")
+        // cellardb's block-cache budget, as in the lab.
+        let cache = cellardb::Options::default().get_block_cache_size();
+        RocksBaseline::open(dir, Durability::Buffered, cache).expect("open rocksdb")
     }
 
     fn load(db: &RocksBaseline, rows: &[(String, Vec<cellardb::Mutation>)]) {

@@ -277,7 +277,9 @@ fn logical_bytes(rows: &[(String, Vec<Mutation>)]) -> u64 {
 #[cfg(feature = "rocksdb")]
 fn run_rocksdb(dir: &Path, rows: &[(String, Vec<Mutation>)], durability: Durability) -> DynResult<Figures> {
     let logical = logical_bytes(rows);
-    let db = cellardb_lab::baseline::RocksBaseline::open(dir, durability)?;
+    // cellardb's block-cache budget, as in the lab.
+    let cache = Options::default().get_block_cache_size();
+    let db = cellardb_lab::baseline::RocksBaseline::open(dir, durability, cache)?;
     let started = Instant::now();
     for (key, mutations) in rows {
         db.mutate_row(key.as_bytes(), mutations)?;

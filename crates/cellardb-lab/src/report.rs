@@ -210,7 +210,8 @@ pub fn markdown(reports: &[PatternReport], config: &LabConfig, machine: &Machine
     let _ = writeln!(
         out,
         "Settings: durability {:?}, block size {} bytes, compression {:?}, block cache {} MiB, {} runs per \
-         point query and form, {rounds} round(s). Each figure is the median over the rounds, with the \
+         point query and form (each form on each engine after a tenth as many untimed runs), {rounds} \
+         round(s). Each figure is the median over the rounds, with the \
          smallest and largest in brackets when they differ. Bytes are allocated on disk, the write-ahead \
          log excluded. Write amplification: bytes written (log, flushes, compaction) per logical byte, over \
          ingest, flush and full compaction. Last ÷ first tenth: the ingest rate over the last tenth of the \

@@ -421,7 +421,8 @@ fn logical_size(pattern: SchemaPattern, rows: &[(String, Vec<Mutation>)]) -> u64
     total
 }
 
-/// Runs `runs` queries of `kind` in `form` with random parameters. Each
+/// Runs `runs` queries of `kind` in `form` with random parameters, after
+/// a few untimed ones ([`warm_up`]). Each
 /// run is timed with the cells handed to a sink that only counts them, then
 /// read again into a copy that is checked against the generator (for a
 /// query without parameters, whose runs all read the same cells, the first
@@ -434,6 +435,7 @@ fn time_query(
     runs: usize,
     random: &mut SplitMix64,
 ) -> Result<QueryReport> {
+    warm_up(pattern, w, engine, (kind, form), warm_up_runs(runs), random)?;
     let mut latencies = Vec::with_capacity(runs);
     let (mut cells, mut measurements) = (0u64, 0u64);
     // The first run's cells and measurements, once checked.
@@ -492,6 +494,36 @@ fn time_query(
         cells_read: cells as f64 / runs as f64,
         measurements: measurements as f64 / runs as f64,
     })
+}
+
+/// Untimed runs before a form's timed ones on an engine: a tenth as many,
+/// at least one.
+fn warm_up_runs(runs: usize) -> usize {
+    runs.div_ceil(10).max(1)
+}
+
+/// Runs `runs` queries of `kind` in `form` untimed, with parameters of
+/// their own (drawn from `random`, as the timed runs' are). Without them
+/// a form's first timed run on the engine that goes second found the
+/// machine as the other engine's runs had left it, and with the fleet
+/// queries' few runs that one run was the p99.
+fn warm_up(
+    pattern: SchemaPattern,
+    w: &Workload,
+    engine: &dyn LabEngine,
+    (kind, form): (QueryKind, Form),
+    runs: usize,
+    random: &mut SplitMix64,
+) -> Result<()> {
+    for _ in 0..runs {
+        let q = kind.sample(w, random.next_u64());
+        let mut value_bytes = 0usize;
+        for plan in &q.plans(pattern, w, form) {
+            engine.read(plan, &mut |c| value_bytes += c.value.len())?;
+        }
+        std::hint::black_box(value_bytes);
+    }
+    Ok(())
 }
 
 fn check(pattern: SchemaPattern, w: &Workload, form: Form, q: &crate::Query, got: &[crate::Measurement]) -> Result<()> {
@@ -658,8 +690,15 @@ mod tests {
             time_queries(&config, pattern, &mut loaded, &mut |_| {}).unwrap();
         }
         // Each engine drew the same parameters from its own sequence, one a
-        // run: both stand where a fresh sequence stands after every run.
-        let runs: usize = QueryKind::ALL.iter().map(|&k| k.forms().len() * runs_of(k, config.samples)).sum();
+        // run, untimed runs included: both stand where a fresh sequence
+        // stands after every run.
+        let runs: usize = QueryKind::ALL
+            .iter()
+            .map(|&k| {
+                let timed = runs_of(k, config.samples);
+                k.forms().len() * (timed + warm_up_runs(timed))
+            })
+            .sum();
         let mut fresh = SplitMix64(config.seed);
         (0..2 * runs).for_each(|_| {
             fresh.next_u64();

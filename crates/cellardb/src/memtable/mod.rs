@@ -7,8 +7,8 @@
 //! row only. Row keys up to 46 bytes and qualifiers up to 22 bytes are held
 //! inline in the tree nodes, so comparisons rarely leave the node; values
 //! and longer keys are carved from 1 MiB arena chunks rather than allocated
-//! one by one. A small row is a sorted vector, promoted to a B-tree when it
-//! grows.
+//! one by one. A row of one cell holds it in place in the tree of rows; a
+//! small row is a sorted vector, promoted to a B-tree when it grows.
 //!
 //! One lock guards the whole: the single writer (the commit leader) takes
 //! it for each group, readers copy out bounded chunks under a read lock.
@@ -152,17 +152,48 @@ impl PartialEq for CellKey {
 
 impl Eq for CellKey {}
 
-/// The cells of one row: a sorted vector while small, then a B-tree.
+/// The cells of one row: the row's one cell in place, then a sorted
+/// vector while small, then a B-tree.
+///
+/// A tall table's rows mostly hold one cell each: in place in the tree of
+/// rows, such a row costs no allocation of its own to write and none to
+/// free when the memtable is dropped, and its cell is read where its key
+/// is.
 #[derive(Debug)]
 enum RowCells {
+    One((CellKey, Bytes)),
     Small(Vec<(CellKey, Bytes)>),
     Large(BTreeMap<CellKey, Bytes>),
 }
 
 impl RowCells {
+    /// A new row's cells, `key` and `value` first, with room for `n` cells
+    /// in all; returns them and the bytes they take beyond the row's
+    /// place in the tree.
+    fn first(key: CellKey, value: Bytes, n: usize) -> (RowCells, usize) {
+        if n <= 1 {
+            return (RowCells::One((key, value)), 0);
+        }
+        let mut cells = Vec::with_capacity(n);
+        cells.push((key, value));
+        (RowCells::Small(cells), n * SMALL_CELL_SLOT)
+    }
+
     /// Inserts a cell; returns the bytes the row's structure grew by.
     fn insert(&mut self, key: CellKey, value: Bytes) -> usize {
         match self {
+            RowCells::One(cell) => {
+                if cell.0 == key {
+                    cell.1 = value;
+                    return 0;
+                }
+                if let RowCells::One(old) = std::mem::replace(self, RowCells::Small(Vec::new())) {
+                    let new = (key, value);
+                    let pair = if old.0 < new.0 { [old, new] } else { [new, old] };
+                    *self = RowCells::Small(Vec::from(pair));
+                }
+                2 * SMALL_CELL_SLOT
+            }
             RowCells::Small(cells) => {
                 let before = cells.capacity();
                 match cells.binary_search_by(|(k, _)| k.cmp(&key)) {
@@ -195,6 +226,7 @@ impl RowCells {
     /// a tree of their own, read in order).
     fn small(&self) -> &[(CellKey, Bytes)] {
         match self {
+            RowCells::One(cell) => std::slice::from_ref(cell),
             RowCells::Small(cells) => cells,
             RowCells::Large(_) => &[],
         }
@@ -213,7 +245,8 @@ impl RowCells {
             return;
         }
         match self {
-            RowCells::Small(cells) => {
+            RowCells::One(_) | RowCells::Small(_) => {
+                let cells = self.small();
                 let start = match lo {
                     Bound::Included(k) => cells.partition_point(|(c, _)| c < k),
                     Bound::Excluded(k) => cells.partition_point(|(c, _)| c <= k),
@@ -279,7 +312,10 @@ impl Drop for Tree {
     /// the time of the drop.
     fn drop(&mut self) {
         let mut cells: Vec<RowCells> = std::mem::take(&mut self.rows).into_values().collect();
-        cells.sort_unstable_by_key(|c| c.small().as_ptr() as usize);
+        cells.sort_unstable_by_key(|c| match c {
+            RowCells::Small(cells) => cells.as_ptr() as usize,
+            RowCells::One(_) | RowCells::Large(_) => 0,
+        });
     }
 }
 
@@ -335,30 +371,36 @@ impl Memtable {
         for r in batches {
             let mut current: Option<(u32, &mut RowCells)> = None;
             for (i, e) in r.entries.iter().enumerate() {
-                if current.as_ref().is_none_or(|(s, _)| *s != e.store) {
-                    let key = RowKey { store: e.store, row: KeyBytes::new(r.row, arena) };
-                    let cells = match rows.entry(key) {
-                        std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
-                        std::collections::btree_map::Entry::Vacant(v) => {
-                            // Room for this record's cells of the store at once.
-                            let n = r.entries[i..].iter().take_while(|x| x.store == e.store).count().min(SMALL_ROW);
-                            bytes += ROW_OVERHEAD + r.row.len() + n * SMALL_CELL_SLOT;
-                            v.insert(RowCells::Small(Vec::with_capacity(n)))
-                        }
-                    };
-                    current = Some((e.store, cells));
-                }
                 let key = CellKey {
                     qualifier: KeyBytes::new(e.qualifier, arena),
                     timestamp: e.timestamp,
                     seq: e.seq,
                     kind: e.kind,
                 };
-                if let Some((_, cells)) = current.as_mut() {
-                    bytes += cells.insert(key, arena.copy(&e.value));
-                }
+                let value = arena.copy(&e.value);
                 bytes += e.qualifier.len() + e.value.len();
                 max_seq = max_seq.max(e.seq);
+                match current.as_mut() {
+                    Some((store, cells)) if *store == e.store => bytes += cells.insert(key, value),
+                    _ => {
+                        let row = RowKey { store: e.store, row: KeyBytes::new(r.row, arena) };
+                        let cells = match rows.entry(row) {
+                            std::collections::btree_map::Entry::Occupied(o) => {
+                                let cells = o.into_mut();
+                                bytes += cells.insert(key, value);
+                                cells
+                            }
+                            std::collections::btree_map::Entry::Vacant(v) => {
+                                // Room for this record's cells of the store at once.
+                                let n = r.entries[i..].iter().take_while(|x| x.store == e.store).count().min(SMALL_ROW);
+                                let (cells, cell_bytes) = RowCells::first(key, value, n);
+                                bytes += ROW_OVERHEAD + r.row.len() + cell_bytes;
+                                v.insert(cells)
+                            }
+                        };
+                        current = Some((e.store, cells));
+                    }
+                }
             }
         }
         drop(guard);
@@ -676,6 +718,50 @@ mod tests {
         })
         .unwrap();
         assert_eq!(flushed, 4);
+    }
+
+    #[test]
+    fn a_one_cell_row_takes_a_second_cell_on_either_side_and_a_rewrite_in_place() {
+        let m = Memtable::new(1);
+        let walk = |m: &Memtable| {
+            let mut cells = Vec::new();
+            m.for_each(1, |e| {
+                cells.push((e.row.to_vec(), e.qualifier.to_vec(), e.timestamp, e.value.to_vec()));
+                Ok(())
+            })
+            .unwrap();
+            cells
+        };
+        let cell = |row: &[u8], q: &[u8], ts: i64, v: &[u8]| (row.to_vec(), q.to_vec(), ts, v.to_vec());
+        // Rows "b" and "c" get a second cell that sorts after the first;
+        // "a" gets one that sorts before (a newer timestamp).
+        m.insert(&[record(b"a", &[(1, b"q", 10, 1)]), record(b"b", &[(1, b"q", 10, 2)])]);
+        m.insert(&[record(b"c", &[(1, b"q", 10, 3)])]);
+        let before = m.approximate_bytes();
+        m.insert(&[record(b"a", &[(1, b"q", 20, 4)]), record(b"b", &[(1, b"r", 0, 5)])]);
+        m.insert(&[record(b"c", &[(1, b"q", 5, 6)])]);
+        assert!(m.approximate_bytes() > before, "a row that grows is charged for it");
+        assert_eq!(
+            walk(&m),
+            [
+                cell(b"a", b"q", 20, b"v"),
+                cell(b"a", b"q", 10, b"v"),
+                cell(b"b", b"q", 10, b"v"),
+                cell(b"b", b"r", 0, b"v"),
+                cell(b"c", b"q", 10, b"v"),
+                cell(b"c", b"q", 5, b"v"),
+            ]
+        );
+
+        // The same key again (a replayed log record) replaces the value.
+        let m = Memtable::new(1);
+        let mut rewrite = record(b"d", &[(1, b"q", 10, 7)]);
+        m.insert(std::slice::from_ref(&rewrite));
+        rewrite.entries[0].value = (&b"w"[..]).into();
+        m.insert(&[rewrite]);
+        assert_eq!(walk(&m), [cell(b"d", b"q", 10, b"w")]);
+        let chunk = m.chunk(1, &(Bound::Unbounded, Bound::Unbounded), true, 10);
+        assert_eq!(keys(&chunk), [(b"d".to_vec(), b"q".to_vec(), 10)]);
     }
 
     #[test]

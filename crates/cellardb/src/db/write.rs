@@ -57,8 +57,7 @@ impl Core {
             q.leader_active = true;
             drop(q);
             let _leading = Leading(self);
-            let mut results = self.commit(&[&rows]);
-            return results.pop().unwrap_or_default();
+            return self.commit(&[&rows]);
         }
         let waiter = Arc::new(Waiter { rows, done: Mutex::new(None) });
         q.pending.push(waiter.clone());
@@ -78,7 +77,7 @@ impl Core {
         let slices: Vec<&[RowWrite]> = group.iter().map(|w| w.rows.as_slice()).collect();
         let mut results = self.commit(&slices).into_iter();
         for w in &group {
-            *w.done.lock() = results.next();
+            *w.done.lock() = Some(results.by_ref().take(w.rows.len()).collect());
         }
         drop(leading);
         let results = waiter.done.lock().take();
@@ -108,24 +107,26 @@ impl Core {
         self.queue_cv.notify_all();
     }
 
-    fn commit(&self, group: &[&[RowWrite]]) -> Vec<Vec<Result<()>>> {
+    /// Commits the rows of every writer of `group`: one result per row,
+    /// the writers' rows one after another.
+    fn commit(&self, group: &[&[RowWrite]]) -> Vec<Result<()>> {
         let mut cs = self.commit.lock();
         self.commit_locked(&mut cs, group)
     }
 
-    pub(super) fn commit_locked(&self, cs: &mut CommitState, group: &[&[RowWrite]]) -> Vec<Vec<Result<()>>> {
+    pub(super) fn commit_locked(&self, cs: &mut CommitState, group: &[&[RowWrite]]) -> Vec<Result<()>> {
+        let rows = group.iter().flat_map(|rows| rows.iter());
         if let Err(e) = self.check_commit(cs) {
-            return group.iter().map(|rows| rows.iter().map(|_| Err(e.clone())).collect()).collect();
+            return rows.map(|_| Err(e.clone())).collect();
         }
         let schema = self.current().schema.clone();
-        let now = Timestamp::now();
+        let now = now_micros();
+        let server_time = Timestamp::from_micros(now).truncate_to_millis();
         let mut staged = Vec::new();
-        let mut results: Vec<Vec<Result<()>>> = group
-            .iter()
-            .map(|rows| rows.iter().map(|row| resolve_write(&schema, row, now).map(|b| staged.push(b))).collect())
-            .collect();
-        if let Err(e) = self.log_and_apply(cs, &mut staged) {
-            results.iter_mut().flatten().filter(|r| r.is_ok()).for_each(|r| *r = Err(e.clone()));
+        let mut results: Vec<Result<()>> =
+            rows.map(|row| resolve_write(&schema, row, server_time).map(|b| staged.push(b))).collect();
+        if let Err(e) = self.log_and_apply(cs, &mut staged, now) {
+            results.iter_mut().filter(|r| r.is_ok()).for_each(|r| *r = Err(e.clone()));
         }
         results
     }
@@ -134,7 +135,7 @@ impl Core {
     /// under the commit lock since).
     pub(super) fn commit_batch_locked(&self, cs: &mut CommitState, batch: RowBatch<'_>) -> Result<()> {
         self.check_commit(cs)?;
-        self.log_and_apply(cs, &mut [batch])
+        self.log_and_apply(cs, &mut [batch], now_micros())
     }
 
     /// Refuses a commit the database cannot take; delays it while
@@ -158,14 +159,15 @@ impl Core {
     /// Numbers `staged` in order, logs one record per batch with one write
     /// (and one sync), applies them to the memtable and publishes them. A
     /// failure to log poisons the database: what the log holds is unknown.
-    fn log_and_apply(&self, cs: &mut CommitState, staged: &mut [RowBatch<'_>]) -> Result<()> {
+    /// `now` (microseconds) is the commit's time, for the cells a GC rule
+    /// collects as they are written.
+    fn log_and_apply(&self, cs: &mut CommitState, staged: &mut [RowBatch<'_>], now: i64) -> Result<()> {
         if staged.is_empty() {
             return Ok(());
         }
         let schema = self.current().schema.clone();
         let mut encoded = std::mem::take(&mut cs.encoded);
         encoded.clear();
-        let now = now_micros();
         let mut written = Written::default();
         for batch in staged.iter_mut() {
             batch.renumber(cs.next_seq);

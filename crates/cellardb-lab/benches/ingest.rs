@@ -11,10 +11,16 @@
 //! ```
 //!
 //! Throughput is in cells; before timing each pattern the bench prints the
-//! bytes of SSTables per measurement. With the `rocksdb` feature, the same
+//! bytes of SSTables per measurement. The scan runs in two forms: rows
+//! owned (`for row in table.read_rows(..)`, the form most code writes
+//! first) and rows borrowed from the read (`ReadRows::next_borrowed`, as
+//! the lab reads them). With the `rocksdb` feature, the same
 //! events go to RocksDB (`cellardb_lab::baseline`: zstd level 3, 4 KiB blocks,
 //! each cell under the standard Bigtable key `row ‖ 0 ‖ family ‖ 0 ‖
-//! qualifier ‖ 0 ‖ (u64::MAX − timestamp)` big-endian) for a side-by-side figure.
+//! qualifier ‖ 0 ‖ (u64::MAX − timestamp)` big-endian) for a side-by-side
+//! figure, scanned in its two forms too: `db.iterator(..)`, each key and
+//! value copied into a box of its own, and the lab's raw iterator, slices
+//! borrowed from it.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -111,6 +117,17 @@ fn scan(c: &mut Criterion) {
                 black_box(n)
             });
         });
+        group.bench_function(format!("cellardb-borrowed/{}", pattern.name()), |b| {
+            b.iter(|| {
+                let mut n = 0;
+                let mut rows = t.read_rows(RowSet::all(), &Filter::pass_all());
+                while let Some(row) = rows.next_borrowed() {
+                    n += row.expect("read").cells().count();
+                }
+                assert_eq!(n as u64, cells(pattern));
+                black_box(n)
+            });
+        });
         #[cfg(feature = "rocksdb")]
         rocks::bench_scan(&mut group, pattern);
     }
@@ -121,7 +138,7 @@ fn scan(c: &mut Criterion) {
 #[cfg(feature = "rocksdb")]
 mod rocks {
     use cellardb::Durability;
-    use cellardb_lab::baseline::RocksBaseline;
+    use cellardb_lab::baseline::{CellSelection, RocksBaseline};
     use cellardb_lab::workload::SchemaPattern;
     use criterion::measurement::WallTime;
     use criterion::{BatchSize, BenchmarkGroup};
@@ -171,6 +188,15 @@ mod rocks {
         group.bench_function(format!("rocksdb/{}", pattern.name()), |b| {
             b.iter(|| {
                 let n = db.scan_count().expect("scan");
+                assert_eq!(n, super::cells(pattern));
+                std::hint::black_box(n)
+            });
+        });
+        let every_cell = CellSelection { column: None, time: None, newest_per_column: false };
+        group.bench_function(format!("rocksdb-borrowed/{}", pattern.name()), |b| {
+            b.iter(|| {
+                let mut n = 0u64;
+                db.read_rows(b"", None, &every_cell, &mut |_| n += 1).expect("scan");
                 assert_eq!(n, super::cells(pattern));
                 std::hint::black_box(n)
             });

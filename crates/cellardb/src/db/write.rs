@@ -125,7 +125,7 @@ impl Core {
         let mut staged = Vec::new();
         let mut results: Vec<Result<()>> =
             rows.map(|row| resolve_write(&schema, row, server_time).map(|b| staged.push(b))).collect();
-        if let Err(e) = self.log_and_apply(cs, &mut staged, now) {
+        if let Err(e) = self.log_and_apply(cs, &mut staged, &schema, now) {
             results.iter_mut().filter(|r| r.is_ok()).for_each(|r| *r = Err(e.clone()));
         }
         results
@@ -135,7 +135,8 @@ impl Core {
     /// under the commit lock since).
     pub(super) fn commit_batch_locked(&self, cs: &mut CommitState, batch: RowBatch<'_>) -> Result<()> {
         self.check_commit(cs)?;
-        self.log_and_apply(cs, &mut [batch], now_micros())
+        let schema = self.current().schema.clone();
+        self.log_and_apply(cs, &mut [batch], &schema, now_micros())
     }
 
     /// Refuses a commit the database cannot take; delays it while
@@ -159,13 +160,20 @@ impl Core {
     /// Numbers `staged` in order, logs one record per batch with one write
     /// (and one sync), applies them to the memtable and publishes them. A
     /// failure to log poisons the database: what the log holds is unknown.
-    /// `now` (microseconds) is the commit's time, for the cells a GC rule
-    /// collects as they are written.
-    fn log_and_apply(&self, cs: &mut CommitState, staged: &mut [RowBatch<'_>], now: i64) -> Result<()> {
+    /// `schema` is the one `staged` was resolved against (no schema change
+    /// passes the commit lock the caller holds); `now` (microseconds) is
+    /// the commit's time, for the cells a GC rule collects as they are
+    /// written.
+    fn log_and_apply(
+        &self,
+        cs: &mut CommitState,
+        staged: &mut [RowBatch<'_>],
+        schema: &Schema,
+        now: i64,
+    ) -> Result<()> {
         if staged.is_empty() {
             return Ok(());
         }
-        let schema = self.current().schema.clone();
         let mut encoded = std::mem::take(&mut cs.encoded);
         encoded.clear();
         let mut written = Written::default();
@@ -173,7 +181,7 @@ impl Core {
             batch.renumber(cs.next_seq);
             cs.next_seq += batch.seq_count();
             wal::append_record(&mut encoded, |payload| batch.encode(payload));
-            written.add(&schema, batch, now);
+            written.add(schema, batch, now);
         }
         let logged = self.append_to_log(cs, &encoded);
         cs.encoded = encoded;

@@ -81,7 +81,10 @@ impl Options {
         self
     }
 
-    /// Uncompressed bytes per SSTable data block (default 16 KiB).
+    /// Uncompressed bytes per SSTable data block (default 16 KiB), as the
+    /// writer estimates them; a block also ends at one entry for every 32
+    /// bytes of it (512 at the default), so that a block of small cells
+    /// costs a read of one row no more than a block of larger ones.
     pub fn block_size(mut self, bytes: usize) -> Self {
         self.block_size = bytes.clamp(256, 16 << 20);
         self

@@ -173,8 +173,7 @@ impl<'a> PassThrough<'a> {
         let writer = sink.level_writer(new_writer)?;
         // Sizes in the estimate blocks are cut by, not raw bytes (packed
         // streams make a block's raw bytes far fewer than its estimate).
-        let pending = writer.pending_block_size();
-        if pending > 0 && pending + block.estimated_size() <= writer.block_size() * 3 / 2 {
+        if writer.can_join(block.estimated_size(), block.len()) {
             block.try_for_each_entry(|e| writer.push(e))?;
             writer.end_block()?;
             self.counts.entries_added += block.len() as u64;

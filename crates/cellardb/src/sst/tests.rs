@@ -252,19 +252,42 @@ fn wide_row(row: &str, columns: &[&str], cells: i64) -> Vec<Entry> {
 #[test]
 fn a_wide_row_column_more_than_a_quarter_block_ends_its_block() {
     let fs = MemFs::new();
-    // 4096 bytes hold about 400 of these cells: 150 are over a quarter.
-    let reader = write(&fs, &wide_row("r", &["a", "b", "c"], 150), 4096, Compression::None);
+    // 4096 bytes hold about 400 of these cells by size and 128 by count:
+    // 120 are over a quarter of the size.
+    let reader = write(&fs, &wide_row("r", &["a", "b", "c"], 120), 4096, Compression::None);
     let ends = block_ends(&reader);
     assert_eq!(ends, [("r".into(), "a".into()), ("r".into(), "b".into()), ("r".into(), "c".into())]);
     // 50 cells are under a quarter: columns share blocks, cut by size.
     let reader =
         write(&fs, &wide_row("r", &["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"], 50), 4096, Compression::None);
     assert!(block_ends(&reader).len() < 5, "{:?}", block_ends(&reader));
-    // A block of many rows is cut by size only, whatever the columns.
-    let mut narrow: Vec<Entry> = (0..300).flat_map(|m| wide_row(&format!("r{m:04}"), &["a", "b"], 1)).collect();
+    // A block of many rows is cut by size or count only, whatever the
+    // columns.
+    let mut narrow: Vec<Entry> = (0..120).flat_map(|m| wide_row(&format!("r{m:04}"), &["a", "b"], 1)).collect();
     narrow.sort_by(|a, b| a.key.cmp(&b.key));
     let reader = write(&fs, &narrow, 4096, Compression::None);
-    assert!(block_ends(&reader).len() <= 3, "{:?}", block_ends(&reader));
+    assert!(block_ends(&reader).len() <= 2, "{:?}", block_ends(&reader));
+}
+
+#[test]
+fn a_block_of_small_entries_ends_at_its_entry_bound() {
+    let fs = MemFs::new();
+    let most = super::max_block_entries(4096);
+    // One-cell rows of one-byte values, and a column of a thousand
+    // minutes: either way the estimate stays far below 4096 bytes at the
+    // bound, so the bound, not the size, ends each block.
+    let mut tall: Vec<Entry> =
+        (0..1000).map(|m| Entry::put(format!("r{m:04}").into(), "a".into(), 0, 0, "1".into())).collect();
+    tall.sort_by(|a, b| a.key.cmp(&b.key));
+    for entries in [tall, wide_row("r", &["a"], 1000)] {
+        let reader = write(&fs, &entries, 4096, Compression::None);
+        let counts: Vec<usize> = reader.index().iter().map(|e| e.entries as usize).collect();
+        let (full, last) = counts.split_at(counts.len() - 1);
+        assert!(full.iter().all(|&n| n == most), "{counts:?}");
+        assert_eq!(full.len() * most + last[0], 1000, "{counts:?}");
+        let largest = (0..counts.len()).map(|b| reader.read_block(b).unwrap().estimated_size()).max().unwrap();
+        assert!(largest < 4096 / 2, "a block's estimate is {largest} bytes");
+    }
 }
 
 #[test]

@@ -53,6 +53,9 @@ pub struct Args {
     /// Bytes per data block.
     #[arg(long, default_value_t = 16 << 10)]
     block_size: usize,
+    /// Entries per data block at most (default: no bound).
+    #[arg(long)]
+    block_entries: Option<usize>,
     /// `zstd`, `zstd:LEVEL` or `none`.
     #[arg(long, default_value = "zstd:3", value_parser = parse_compression)]
     compression: Compression,
@@ -134,8 +137,7 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
     for d in [&args.out, &dir] {
         std::fs::create_dir_all(d).map_err(|e| Failure::Other(format!("cannot create {}: {e}", d.display())))?;
     }
-    let options =
-        Options::default().durability(args.durability).block_size(args.block_size).compression(args.compression);
+    let options = engine_options(args);
     let config = LabConfig {
         workload: Workload::new(args.balloons, args.days),
         options,
@@ -235,8 +237,7 @@ fn run_spec(args: &Args, path: &std::path::Path, out: &mut Out) -> Outcome {
     if args.endpoint.is_none() {
         std::fs::create_dir_all(&dir).map_err(|e| Failure::Other(format!("cannot create {}: {e}", dir.display())))?;
     }
-    let options =
-        Options::default().durability(args.durability).block_size(args.block_size).compression(args.compression);
+    let options = engine_options(args);
     let config = SpecConfig {
         spec,
         options,
@@ -345,5 +346,15 @@ impl Bars {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
+    }
+}
+
+/// The engine's options the arguments ask for.
+fn engine_options(args: &Args) -> Options {
+    let options =
+        Options::default().durability(args.durability).block_size(args.block_size).compression(args.compression);
+    match args.block_entries {
+        Some(entries) => options.block_entries(entries),
+        None => options,
     }
 }

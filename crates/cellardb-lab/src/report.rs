@@ -209,7 +209,7 @@ pub fn markdown(reports: &[PatternReport], config: &LabConfig, machine: &Machine
     );
     let _ = writeln!(
         out,
-        "Settings: durability {:?}, block size {} bytes, compression {:?}, block cache {} MiB, {} runs per \
+        "Settings: durability {:?}, block size {} bytes{}, compression {:?}, block cache {} MiB, {} runs per \
          point query and form (each form on each engine after a tenth as many untimed runs), {rounds} \
          round(s). Each figure is the median over the rounds, with the \
          smallest and largest in brackets when they differ. Bytes are allocated on disk, the write-ahead \
@@ -219,6 +219,7 @@ pub fn markdown(reports: &[PatternReport], config: &LabConfig, machine: &Machine
          seconds writers waited for flushes or compactions during ingest.\n",
         o.get_durability(),
         o.get_block_size(),
+        o.get_block_entries().map(|n| format!(" (at most {n} entries)")).unwrap_or_default(),
         o.get_compression(),
         o.get_block_cache_size() >> 20,
         config.samples

@@ -330,10 +330,11 @@ fn sections(spec: &Spec, reports: &[DesignReport], config: &SpecConfig, machine:
         text: vec![
             machine.markdown(),
             format!(
-                "Durability {:?}, block size {} bytes, compression {:?}, block cache {} MiB, memtables of {} MiB \
+                "Durability {:?}, block size {} bytes{}, compression {:?}, block cache {} MiB, memtables of {} MiB \
                  with up to {} frozen (the engine's memory bound: {} MiB); query seed {}.",
                 o.get_durability(),
                 o.get_block_size(),
+                o.get_block_entries().map(|n| format!(" (at most {n} entries)")).unwrap_or_default(),
                 o.get_compression(),
                 o.get_block_cache_size() >> 20,
                 o.get_memtable_size() >> 20,

@@ -38,6 +38,7 @@ pub struct Options {
     pub(crate) memtable_size: usize,
     pub(crate) max_immutable_memtables: usize,
     pub(crate) block_size: usize,
+    pub(crate) block_entries: Option<usize>,
     pub(crate) block_cache_size: usize,
     pub(crate) compression: Compression,
     pub(crate) recovery: RecoveryMode,
@@ -52,6 +53,7 @@ impl Default for Options {
             memtable_size: 64 << 20,
             max_immutable_memtables: 2,
             block_size: 16 << 10,
+            block_entries: None,
             block_cache_size: 64 << 20,
             compression: Compression::default(),
             recovery: RecoveryMode::default(),
@@ -81,12 +83,21 @@ impl Options {
         self
     }
 
-    /// Uncompressed bytes per SSTable data block (default 16 KiB), as the
-    /// writer estimates them; a block also ends at one entry for every 32
-    /// bytes of it (512 at the default), so that a block of small cells
-    /// costs a read of one row no more than a block of larger ones.
+    /// Uncompressed bytes per SSTable data block (default 16 KiB).
     pub fn block_size(mut self, bytes: usize) -> Self {
         self.block_size = bytes.clamp(256, 16 << 20);
+        self
+    }
+
+    /// Entries per SSTable data block at most, however small they are
+    /// (default: no bound; at least 1). A read of one row from a block the
+    /// cache does not hold decompresses the block and reads every entry's
+    /// qualifier id and value length up to the row's, so a bound makes
+    /// such first reads of tables of small cells cheaper, at a cost in
+    /// bytes and in reads and scans of many blocks
+    /// (`docs/results-log.md`, "A bound on a block's entries").
+    pub fn block_entries(mut self, entries: usize) -> Self {
+        self.block_entries = Some(entries.max(1));
         self
     }
 
@@ -152,6 +163,20 @@ impl Options {
     /// Uncompressed bytes per SSTable data block.
     pub fn get_block_size(&self) -> usize {
         self.block_size
+    }
+
+    /// Entries per data block at most, if bounded.
+    pub fn get_block_entries(&self) -> Option<usize> {
+        self.block_entries
+    }
+
+    /// How flushes and compactions lay out the SSTables they write.
+    pub(crate) fn sst_options(&self) -> crate::sst::SstOptions {
+        crate::sst::SstOptions {
+            block_size: self.block_size,
+            compression: self.compression,
+            block_entries: self.block_entries,
+        }
     }
 
     /// Bytes of decoded blocks kept in memory.

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use cellardb::{
-    Aggregate, Db, Error, Filter, GcRule, Mutation, ReadModifyWrite, RowRange, RowSet, Table, TimeRange, Timestamp,
+    Aggregate, Db, Error, Filter, GcRule, Mutation, Options, ReadModifyWrite, RowRange, RowSet, Table, TimeRange,
+    Timestamp,
 };
 
 fn table() -> (tempfile::TempDir, Db, Table) {
@@ -333,6 +334,50 @@ fn sample_row_keys_split_the_table_into_even_ranges_without_reading_data() {
     let sizes: Vec<i64> = bounds.windows(2).map(|w| w[1] - w[0]).collect();
     let expected = 4000 / i64::try_from(sizes.len()).unwrap();
     assert!(sizes[..sizes.len() - 1].iter().all(|&s| s >= expected / 2 && s <= expected * 2), "{sizes:?}");
+}
+
+/// `Options::block_entries` bounds the entries of every block a flush
+/// and a compaction write; without it, blocks of one-byte cells are cut
+/// by size alone and hold far more.
+#[test]
+fn block_entries_bounds_the_blocks_flushes_and_compactions_write() {
+    let most_entries = |db: &Db| -> u32 {
+        std::fs::read_dir(db.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+            .flat_map(|p| {
+                let data = bytes::Bytes::from(std::fs::read(&p).unwrap());
+                cellardb::inspect::SstFile::open(&p, data).unwrap().blocks()
+            })
+            .map(|b| b.entries)
+            .max()
+            .unwrap()
+    };
+    for bound in [None, Some(100)] {
+        let dir = tempfile::tempdir().unwrap();
+        let options = Options::default().block_size(16 << 10);
+        let db = match bound {
+            Some(n) => options.block_entries(n),
+            None => options,
+        }
+        .open(dir.path())
+        .unwrap();
+        let t = db.create_table("t", [("f", GcRule::none())]).unwrap();
+        for round in 0..2 {
+            for i in 0..2000 {
+                t.mutate_row(format!("r{i:05}"), [Mutation::set_cell("f", "q", 1000 * (1 + round), "x")]).unwrap();
+            }
+            db.flush().unwrap();
+            match bound {
+                Some(n) => assert!(most_entries(&db) as usize <= n, "after flush {round}"),
+                None => assert!(most_entries(&db) > 200, "after flush {round}"),
+            }
+        }
+        db.compact_table("t").unwrap();
+        let most = most_entries(&db) as usize;
+        assert!(bound.map_or(most > 200, |n| most <= n * 3 / 2), "after compaction: {most} entries");
+    }
 }
 
 /// Bytes of the SSTables that are not data blocks (index, filter,

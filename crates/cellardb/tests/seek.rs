@@ -10,12 +10,11 @@ const START_MICROS: i64 = 1_614_556_800_000_000;
 const METRICS: [&str; 4] = ["pressure", "temperature", "humidity", "altitude"];
 
 /// Two week-long wide rows, as Bigtable's time-bucket pattern writes them:
-/// one cell per metric per minute, in 4 KiB blocks (128 of these cells
-/// each), compacted, then
+/// one cell per metric per minute, in 1 KiB blocks, compacted, then
 /// reopened so that the block cache is cold.
 fn wide_rows(dir: &std::path::Path) -> Db {
     {
-        let db = Options::default().block_size(4 << 10).open(dir).unwrap();
+        let db = Options::default().block_size(1 << 10).open(dir).unwrap();
         let t = db.create_table("balloons", [("measurements", GcRule::none())]).unwrap();
         for minute in 0..7 * 1440 {
             let ts = START_MICROS + minute * MINUTE;
@@ -30,7 +29,7 @@ fn wide_rows(dir: &std::path::Path) -> Db {
         }
         db.compact_table("balloons").unwrap();
     }
-    Options::default().block_size(4 << 10).open(dir).unwrap()
+    Options::default().block_size(1 << 10).open(dir).unwrap()
 }
 
 fn blocks_decoded(db: &Db) -> u64 {
@@ -59,7 +58,7 @@ fn one_column_and_one_hour_of_a_wide_row_read_only_their_blocks() {
     assert!(all > 100, "the row spans {all} blocks");
     // The hour's blocks, and one where each of the four columns starts.
     // The read starts at the hour's first cell and ends at its last: the
-    // blocks holding the hour (one or two of 128 cells), not those where
+    // blocks holding the hour (one or two of ~100 cells), not those where
     // the row and the column start or where the next column does.
     assert!(filtered <= 2, "one column's hour read {filtered} blocks of the row's {all}");
 }

@@ -21,7 +21,7 @@ use crate::compaction::picker::{self, Choice, FileInfo};
 use crate::manifest::{ManifestState, SstMeta};
 use crate::model::cell::now_micros;
 use crate::model::{FamilyMeta, RangeDrop};
-use crate::sst::{self, SstOptions, SstOrigin, SstReader, SstWriter};
+use crate::sst::{self, SstOrigin, SstReader, SstWriter};
 use crate::version::SstHandle;
 use crate::{Error, Result};
 
@@ -177,7 +177,7 @@ impl Core {
             target_file_size: picker::TARGET_FILE_SIZE,
             target_file_rows: picker::TARGET_FILE_ROWS,
         };
-        let options = SstOptions { block_size: self.opts.block_size, compression: self.opts.compression };
+        let options = self.opts.sst_options();
         let origin = SstOrigin { family: &task.family.name, store: task.store, created_micros: job.now };
         let mut new_writer = || -> Result<(u64, SstWriter)> {
             let number = self.state.lock().next_file_number();

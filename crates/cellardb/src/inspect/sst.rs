@@ -120,7 +120,8 @@ impl SstFile {
         let path = Path::new("recompressed.sst");
         let p = self.reader.props();
         let origin = SstOrigin { family: &p.family, store: p.store, created_micros: p.created_micros };
-        let mut w = sst::SstWriter::create(&fs, path, origin, SstOptions { block_size, compression })?;
+        let mut w =
+            sst::SstWriter::create(&fs, path, origin, SstOptions { block_size, compression, block_entries: None })?;
         for i in 0..self.reader.index().len() {
             self.reader.read_block(i)?.try_for_each_entry(|e| w.add(e))?;
         }

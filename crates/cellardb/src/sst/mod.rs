@@ -30,8 +30,6 @@ pub use index::IndexEntry;
 pub use iter::SstIter;
 pub use props::Properties;
 pub use reader::{SstBlockCache, SstReader};
-#[cfg(test)]
-pub(crate) use writer::max_block_entries;
 pub use writer::{Compression, SstOptions, SstOrigin, SstSummary, SstWriter};
 
 /// The file name of SSTable number `n`.

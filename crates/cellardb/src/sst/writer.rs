@@ -103,25 +103,6 @@ pub struct SstOrigin<'a> {
     pub created_micros: i64,
 }
 
-/// The entries a data block holds at most, for a block size of
-/// `block_size`: one for every [`BLOCK_BYTES_PER_ENTRY`] bytes of it.
-///
-/// A read of one row from a block it does not hold decompresses the
-/// block whole, then reads the qualifier id and value length of every
-/// entry before the row's to find where the row's values start; both
-/// grow with the block's entries. Packed streams store an entry of a
-/// small value (a minute of a bucket, a one-cell column) in a few bytes,
-/// so a block cut by its size estimate alone would hold a thousand or
-/// more of them, several times what a block of larger entries holds. The
-/// bound keeps such blocks near the entries of the rest.
-pub(crate) fn max_block_entries(block_size: usize) -> usize {
-    (block_size / BLOCK_BYTES_PER_ENTRY).max(1)
-}
-
-/// Bytes of the block size each entry takes at least (see
-/// [`max_block_entries`]).
-const BLOCK_BYTES_PER_ENTRY: usize = 32;
-
 /// How an SSTable is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SstOptions {
@@ -129,6 +110,9 @@ pub struct SstOptions {
     pub block_size: usize,
     /// How blocks are compressed.
     pub compression: Compression,
+    /// Entries per data block before a new one is started, whatever its
+    /// size; `None` for no bound.
+    pub block_entries: Option<usize>,
 }
 
 /// What a finished SSTable holds.
@@ -202,7 +186,7 @@ impl SstWriter {
     }
 
     /// Adds the next entry. A block is ended once it reaches the block
-    /// size or [`max_block_entries`], and also before the next column of a
+    /// size or its entry bound, and also before the next column of a
     /// wide row where the block holds one column alone and is at least a
     /// quarter full: where a wide row's columns span blocks, most of them
     /// then begin a block, so a read of a column's newest cells (or of any
@@ -218,9 +202,7 @@ impl SstWriter {
             self.finish_data_block()?;
         }
         self.add_checked(entry);
-        if self.block.estimated_size() >= self.options.block_size
-            || self.block.len() >= max_block_entries(self.options.block_size)
-        {
+        if self.block.estimated_size() >= self.options.block_size || self.block.len() >= self.max_block_entries() {
             self.finish_data_block()?;
         }
         Ok(())
@@ -257,15 +239,20 @@ impl SstWriter {
 
     /// Whether a block of `entries` entries and size estimate `estimate`
     /// may be joined to the block being built, which holds some entry:
-    /// the two stay within 1.5× the block size and 1.5×
-    /// [`max_block_entries`]. A compaction joins a short block to the one
+    /// the two stay within 1.5× the block size and 1.5× the entry bound.
+    /// A compaction joins a short block to the one
     /// before it this way, so that the short blocks left where passing a
     /// file's blocks begins and ends do not pile up.
     pub(crate) fn can_join(&self, estimate: usize, entries: usize) -> bool {
         let size = self.options.block_size;
         self.block.len() > 0
             && self.block.estimated_size() + estimate <= size * 3 / 2
-            && self.block.len() + entries <= max_block_entries(size) * 3 / 2
+            && self.block.len() + entries <= self.max_block_entries().saturating_mul(3) / 2
+    }
+
+    /// The entries a block holds at most (`usize::MAX` with no bound).
+    fn max_block_entries(&self) -> usize {
+        self.options.block_entries.unwrap_or(usize::MAX)
     }
 
     /// The row of the last entry added.

@@ -136,7 +136,8 @@ struct Case {
 fn case(rng: &mut Rng, fs: &MemFs) -> Case {
     let rows = 20 + rng.below(100);
     let compression = if rng.chance(50) { Compression::Zstd { level: 1 } } else { Compression::None };
-    let options = SstOptions { block_size: 200 + rng.below(2000) as usize, compression };
+    let block_entries = rng.chance(50).then(|| 4 + rng.below(60) as usize);
+    let options = SstOptions { block_size: 200 + rng.below(2000) as usize, compression, block_entries };
     let mut inputs = Vec::new();
     let settled = settled_rows(rng, rows);
     for (i, entries) in split_at_rows(rng, settled).iter().enumerate() {
@@ -244,7 +245,7 @@ fn passing_rows_through_writes_what_merging_them_writes() {
             let largest = (0..f.index().len()).map(|b| f.read_block(b).unwrap().estimated_size()).max().unwrap_or(0);
             assert!(largest <= case.options.block_size * 3 / 2 + 512, "seed {seed}: a block of {largest} bytes");
             let most = f.index().iter().map(|e| e.entries as usize).max().unwrap_or(0);
-            let bound = crate::sst::max_block_entries(case.options.block_size) * 3 / 2;
+            let bound = case.options.block_entries.map_or(usize::MAX, |n| n * 3 / 2);
             assert!(most <= bound, "seed {seed}: a block of {most} entries");
         }
         totals.blocks_copied += passed.passed.blocks_copied;
@@ -260,7 +261,7 @@ fn passing_rows_through_writes_what_merging_them_writes() {
 fn output_files_are_cut_at_their_row_count() {
     const CAP: u64 = 64;
     let fs = MemFs::new();
-    let options = SstOptions { block_size: 1024, compression: Compression::None };
+    let options = SstOptions { block_size: 1024, compression: Compression::None, block_entries: Some(32) };
     let input = write(&fs, "/in.sst", &settled_rows(&mut Rng(7), 500), options);
     // A file's rows are counted where a row ends, so a pass of blocks
     // that each go on with the row the one before ends in may run past

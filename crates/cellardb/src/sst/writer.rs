@@ -240,9 +240,9 @@ impl SstWriter {
     /// Whether a block of `entries` entries and size estimate `estimate`
     /// may be joined to the block being built, which holds some entry:
     /// the two stay within 1.5× the block size and 1.5× the entry bound.
-    /// A compaction joins a short block to the one
-    /// before it this way, so that the short blocks left where passing a
-    /// file's blocks begins and ends do not pile up.
+    /// A compaction joins a short block to the one before it this way, so
+    /// that the short blocks left where passing a file's blocks begins and
+    /// ends do not pile up.
     pub(crate) fn can_join(&self, estimate: usize, entries: usize) -> bool {
         let size = self.options.block_size;
         self.block.len() > 0

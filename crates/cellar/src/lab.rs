@@ -134,10 +134,10 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
     }
     let patterns = if args.patterns.is_empty() { SchemaPattern::ALL.to_vec() } else { args.patterns.clone() };
     let dir = args.dir.clone().unwrap_or_else(|| args.out.join("db"));
+    let options = engine_options(args)?;
     for d in [&args.out, &dir] {
         std::fs::create_dir_all(d).map_err(|e| Failure::Other(format!("cannot create {}: {e}", d.display())))?;
     }
-    let options = engine_options(args);
     let config = LabConfig {
         workload: Workload::new(args.balloons, args.days),
         options,
@@ -233,11 +233,11 @@ fn run_spec(args: &Args, path: &std::path::Path, out: &mut Out) -> Outcome {
             free as f64 / 1e9
         )));
     }
+    let options = engine_options(args)?;
     // An endpoint's tables live on it: only a local run makes databases here.
     if args.endpoint.is_none() {
         std::fs::create_dir_all(&dir).map_err(|e| Failure::Other(format!("cannot create {}: {e}", dir.display())))?;
     }
-    let options = engine_options(args);
     let config = SpecConfig {
         spec,
         options,
@@ -350,11 +350,12 @@ impl Bars {
 }
 
 /// The engine's options the arguments ask for.
-fn engine_options(args: &Args) -> Options {
+fn engine_options(args: &Args) -> Result<Options, Failure> {
     let options =
         Options::default().durability(args.durability).block_size(args.block_size).compression(args.compression);
     match args.block_entries {
-        Some(entries) => options.block_entries(entries),
-        None => options,
+        Some(0) => Err(Failure::Usage("--block-entries must be at least 1".into())),
+        Some(entries) => Ok(options.block_entries(entries)),
+        None => Ok(options),
     }
 }

@@ -42,6 +42,9 @@ fn cellar_lab_writes_the_report_files() {
     let no_rounds = Command::new(env!("CARGO_BIN_EXE_cellar")).args(["lab", "--rounds", "0"]).output().unwrap();
     assert_eq!(no_rounds.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&no_rounds.stderr).contains("--rounds"));
+    let no_entries = Command::new(env!("CARGO_BIN_EXE_cellar")).args(["lab", "--block-entries", "0"]).output().unwrap();
+    assert_eq!(no_entries.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&no_entries.stderr).contains("--block-entries"));
 }
 
 /// `cellar lab --spec`: the report's HTML page renders in headless Chromium

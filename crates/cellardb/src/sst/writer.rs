@@ -239,7 +239,8 @@ impl SstWriter {
 
     /// Whether a block of `entries` entries and size estimate `estimate`
     /// may be joined to the block being built, which holds some entry:
-    /// the two stay within 1.5× the block size and 1.5× the entry bound.
+    /// together they stay within half again the block size and half again
+    /// the entry bound.
     /// A compaction joins a short block to the one before it this way, so
     /// that the short blocks left where passing a file's blocks begins and
     /// ends do not pile up.

@@ -98,6 +98,7 @@ fn summary(r: &SstFile, json: bool, out: &mut Out) -> Outcome {
     let (p, layout) = (r.properties(), r.layout());
     let f = layout.spans;
     let blocks = r.block_count();
+    let entries = BlockEntries::of(r);
     if json {
         let v = json!({
             "record": "summary",
@@ -120,6 +121,7 @@ fn summary(r: &SstFile, json: bool, out: &mut Out) -> Outcome {
             "raw_data_bytes": p.raw_data_bytes,
             "stored_data_bytes": p.stored_data_bytes,
             "data_blocks": p.data_blocks,
+            "entries_per_block": {"mean": entries.mean(), "max": entries.max},
             "index": {"offset": f.index.offset, "stored_bytes": f.index.stored_bytes, "raw_bytes": f.index.raw_bytes},
             "bloom": {"offset": f.bloom.offset, "bytes": layout.bloom_bytes, "layout": layout.bloom_layout,
                       "bits": layout.bloom_bits, "probes": layout.bloom_probes},
@@ -150,6 +152,7 @@ fn summary(r: &SstFile, json: bool, out: &mut Out) -> Outcome {
                 ratio(p.raw_data_bytes, p.stored_data_bytes)
             ),
         ),
+        ("", format!("{} entries a block on average, {} at most", entries.mean(), entries.max)),
         ("logical", format!("{} bytes ({}x the file)", p.logical_bytes, ratio(p.logical_bytes, r.file_size()))),
         ("index", format!("{blocks} entries, {} bytes at offset {}", f.index.stored_bytes, f.index.offset)),
         (
@@ -166,6 +169,30 @@ fn summary(r: &SstFile, json: bool, out: &mut Out) -> Outcome {
         writeln!(out, "{name:<11} {value}")?;
     }
     Ok(())
+}
+
+/// How many entries the file's data blocks hold, from its index: what a
+/// first read of a block walks, and what `Options::block_entries` bounds.
+struct BlockEntries {
+    total: u64,
+    blocks: u64,
+    max: u32,
+}
+
+impl BlockEntries {
+    fn of(r: &SstFile) -> BlockEntries {
+        let blocks = r.blocks();
+        BlockEntries {
+            total: blocks.iter().map(|b| u64::from(b.entries)).sum(),
+            blocks: blocks.len() as u64,
+            max: blocks.iter().map(|b| b.entries).max().unwrap_or(0),
+        }
+    }
+
+    /// The mean, rounded to the nearest entry (0 for a file of no blocks).
+    fn mean(&self) -> u64 {
+        (self.total + self.blocks / 2).checked_div(self.blocks).unwrap_or(0)
+    }
 }
 
 /// A key as `row family:qualifier @time #seq`.

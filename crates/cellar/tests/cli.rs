@@ -162,6 +162,15 @@ fn json_output_parses_and_agrees_with_the_text() {
     assert_eq!(blocks.len() as u64, summary[0]["data_blocks"].as_u64().unwrap());
     let entries: u64 = blocks.iter().map(|b| b["entries"].as_u64().unwrap()).sum();
     assert_eq!(entries, cells);
+    let per_block = &summary[0]["entries_per_block"];
+    let most = blocks.iter().map(|b| b["entries"].as_u64().unwrap()).max().unwrap();
+    assert_eq!(per_block["max"].as_u64().unwrap(), most);
+    let mean = per_block["mean"].as_u64().unwrap();
+    assert!(
+        mean.abs_diff(entries / blocks.len() as u64) <= 1,
+        "mean {mean} of {entries} entries in {} blocks",
+        blocks.len()
+    );
     let verified = json_lines(&ok(&["dump", "sst", sst, "--verify", "--json"]));
     assert_eq!(verified.last().unwrap()["faults"], 0);
 

@@ -211,4 +211,12 @@ mod tests {
         assert_eq!(o.memory_bound(), 4 * (8 << 20) + (1 << 20));
         assert_eq!(Options::default().block_cache_size(usize::MAX).memory_bound(), usize::MAX, "saturates");
     }
+
+    #[test]
+    fn a_block_entry_bound_is_unset_by_default_and_at_least_one() {
+        assert_eq!(Options::default().get_block_entries(), None);
+        assert_eq!(Options::default().sst_options().block_entries, None);
+        assert_eq!(Options::default().block_entries(0).get_block_entries(), Some(1), "a block holds an entry");
+        assert_eq!(Options::default().block_entries(300).sst_options().block_entries, Some(300));
+    }
 }

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use cellardb::Compression;
 use cellardb::fs::{Fs, OsFs};
-use cellardb::inspect::{Entry, EntryKey, SST_FOOTER_LEN, SST_FORMAT_VERSION, SstFile};
+use cellardb::inspect::{Entry, EntryKey, SstFile};
 use serde_json::json;
 
 use crate::show::{entry_json, entry_line, escape, iso_time, ratio, unescape};
@@ -104,7 +104,7 @@ fn summary(r: &SstFile, json: bool, out: &mut Out) -> Outcome {
             "record": "summary",
             "file": r.path().display().to_string(),
             "file_bytes": r.file_size(),
-            "format_version": SST_FORMAT_VERSION,
+            "format_version": r.format_version(),
             "family": p.family,
             "store": p.store,
             "cells": p.cells,
@@ -126,6 +126,7 @@ fn summary(r: &SstFile, json: bool, out: &mut Out) -> Outcome {
             "bloom": {"offset": f.bloom.offset, "bytes": layout.bloom_bytes, "layout": layout.bloom_layout,
                       "bits": layout.bloom_bits, "probes": layout.bloom_probes},
             "properties": {"offset": f.properties.offset, "bytes": f.properties.stored_bytes},
+            "dictionary": f.dictionary.map(|d| json!({"offset": d.offset, "bytes": d.stored_bytes})),
         });
         return Ok(writeln!(out, "{v}")?);
     }
@@ -134,7 +135,7 @@ fn summary(r: &SstFile, json: bool, out: &mut Out) -> Outcome {
     } else {
         format!("{} .. {}", iso_time(p.min_timestamp), iso_time(p.max_timestamp))
     };
-    let lines = [
+    let mut lines = vec![
         ("file", format!("{} ({} bytes)", r.path().display(), r.file_size())),
         ("family", format!("{} (store {})", p.family, p.store)),
         ("entries", format!("{} cells, {} tombstones, {} rows", p.cells, p.tombstones, p.rows)),
@@ -163,8 +164,12 @@ fn summary(r: &SstFile, json: bool, out: &mut Out) -> Outcome {
             ),
         ),
         ("properties", format!("{} bytes at offset {}", f.properties.stored_bytes, f.properties.offset)),
-        ("footer", format!("{} bytes at offset {}", SST_FOOTER_LEN, r.file_size() - SST_FOOTER_LEN as u64)),
     ];
+    if let Some(d) = f.dictionary {
+        lines.push(("dictionary", format!("{} bytes at offset {}", d.stored_bytes, d.offset)));
+    }
+    let footer_len = r.footer_len();
+    lines.push(("footer", format!("{footer_len} bytes at offset {}", r.file_size() - footer_len as u64)));
     for (name, value) in lines {
         writeln!(out, "{name:<11} {value}")?;
     }

@@ -56,6 +56,10 @@ pub struct Args {
     /// Entries per data block at most (default: no bound).
     #[arg(long)]
     block_entries: Option<usize>,
+    /// Bytes of a zstd dictionary for each compacted file (default: none;
+    /// 256 bytes to 64 KiB).
+    #[arg(long)]
+    dictionary: Option<usize>,
     /// `zstd`, `zstd:LEVEL` or `none`.
     #[arg(long, default_value = "zstd:3", value_parser = parse_compression)]
     compression: Compression,
@@ -351,8 +355,14 @@ impl Bars {
 
 /// The engine's options the arguments ask for.
 fn engine_options(args: &Args) -> Result<Options, Failure> {
-    let options =
+    let mut options =
         Options::default().durability(args.durability).block_size(args.block_size).compression(args.compression);
+    if let Some(bytes) = args.dictionary {
+        if !(256..=64 << 10).contains(&bytes) {
+            return Err(Failure::Usage("--dictionary takes 256 bytes to 64 KiB (65536)".into()));
+        }
+        options = options.compression_dictionary(bytes);
+    }
     match args.block_entries {
         Some(0) => Err(Failure::Usage("--block-entries must be at least 1".into())),
         Some(entries) => Ok(options.block_entries(entries)),

@@ -94,6 +94,13 @@ pub fn csv(reports: &[PatternReport]) -> String {
     out
 }
 
+/// The compression settings as the reports state them: the block
+/// compression, and the dictionary of compacted files if there is one.
+pub(crate) fn compression_text(o: &cellardb::Options) -> String {
+    let dictionary = o.get_compression_dictionary().map(|n| format!(" with a {n}-byte dictionary per compacted file"));
+    format!("{:?}{}", o.get_compression(), dictionary.unwrap_or_default())
+}
+
 fn micros(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
@@ -220,7 +227,7 @@ pub fn markdown(reports: &[PatternReport], config: &LabConfig, machine: &Machine
         o.get_durability(),
         o.get_block_size(),
         o.get_block_entries().map(|n| format!(" (at most {n} entries)")).unwrap_or_default(),
-        o.get_compression(),
+        compression_text(o),
         o.get_block_cache_size() >> 20,
         config.samples
     );

@@ -335,7 +335,7 @@ fn sections(spec: &Spec, reports: &[DesignReport], config: &SpecConfig, machine:
                 o.get_durability(),
                 o.get_block_size(),
                 o.get_block_entries().map(|n| format!(" (at most {n} entries)")).unwrap_or_default(),
-                o.get_compression(),
+                crate::report::compression_text(o),
                 o.get_block_cache_size() >> 20,
                 o.get_memtable_size() >> 20,
                 o.get_max_immutable_memtables(),

@@ -28,12 +28,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
-use cellardb::inspect::{SST_FOOTER_LEN, SstFile};
+use cellardb::inspect::SstFile;
 use cellardb::{Error, Filter, Mutation, Options, RowSet};
 use common::*;
 
 /// Rows written after the last flush: they live in the log only.
 const LOG_ROWS: usize = 40;
+
+/// Rows of each flush: enough for a compacted file to train a dictionary.
+const ROWS: usize = 300;
 
 /// The database the sweep damages, in two states: as a crash leaves it
 /// (`live`: the log being written, not closed) and as a clean close does.
@@ -49,13 +52,17 @@ fn build() -> Fixture {
     let closed = tempfile::tempdir().unwrap();
     let live = tempfile::tempdir().unwrap();
     let (db, t) = open_with_table(closed.path(), options());
-    for flush in 0..2 {
-        for i in 0..150 {
+    for flush in 0..3 {
+        for i in 0..ROWS {
             let value = format!("v{flush}-{i}-{}", "x".repeat(i % 40));
             t.mutate_row(format!("row{i:03}"), [Mutation::set_cell("cf1", format!("q{}", i % 3), 1000 * flush, value)])
                 .unwrap();
         }
         db.flush().unwrap();
+        if flush == 1 {
+            // The first two flushes compacted: a file with a dictionary.
+            db.compact_table("t").unwrap();
+        }
     }
     let mut with_log_rows = vec![scan_all(&t)];
     for i in 0..LOG_ROWS {
@@ -73,9 +80,10 @@ fn build() -> Fixture {
 }
 
 /// Small blocks, so a table has many; a small memtable, so the log being
-/// written is preallocated to 1 MiB only.
+/// written is preallocated to 1 MiB only; the smallest dictionary, so a
+/// small compacted file has one.
 fn options() -> Options {
-    Options::default().block_size(512).memtable_size(256 << 10)
+    Options::default().block_size(512).memtable_size(256 << 10).compression_dictionary(256)
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -259,7 +267,7 @@ fn region_of(file: &Path, original: &[u8], damage: &Damage) -> &'static str {
     };
     let sst = SstFile::open(file, Bytes::copy_from_slice(original)).unwrap();
     let footer = sst.layout().spans;
-    let footer_start = (original.len() - SST_FOOTER_LEN) as u64;
+    let footer_start = (original.len() - sst.footer_len()) as u64;
     if at >= footer_start {
         "footer"
     } else if at >= footer.properties.offset {
@@ -268,6 +276,8 @@ fn region_of(file: &Path, original: &[u8], damage: &Damage) -> &'static str {
         "bloom block"
     } else if at >= footer.index.offset {
         "index block"
+    } else if footer.dictionary.is_some_and(|d| at >= d.offset) {
+        "dictionary block"
     } else {
         "data blocks"
     }
@@ -287,6 +297,10 @@ fn every_damaged_file_is_detected_harmless_or_a_reported_cut() {
     let kinds: std::collections::BTreeSet<_> = tally.keys().map(|k| k.0).collect();
     for kind in ["sstable", "log being written", "log closed cleanly", "manifest", "lock file"] {
         assert!(kinds.contains(kind), "the sweep damaged no {kind}");
+    }
+    let regions: std::collections::BTreeSet<_> = tally.keys().map(|k| k.1).collect();
+    for region in ["data blocks", "dictionary block", "index block", "bloom block", "properties block", "footer"] {
+        assert!(regions.contains(region), "the sweep damaged no SSTable's {region}");
     }
     println!("damage sweep: {cases} cases");
     for ((kind, region, damage, outcome), n) in &tally {

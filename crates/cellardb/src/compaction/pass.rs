@@ -24,7 +24,10 @@
 //! dropped range covers and the GC rule does not collect now). Its row is
 //! complete when it is in no other input and no file left out may hold
 //! it. The output must also be one run (time-window outputs split rows by
-//! timestamp).
+//! timestamp). Those are the rules of Bigtable's model; the format adds one
+//! of its own: a block compressed with its file's dictionary is copied
+//! only into an output that compresses with the same one
+//! ([`SstWriter::can_copy`]), and is otherwise encoded again.
 //!
 //! `tests/compaction.rs` and the unit tests here check that a compaction
 //! writes the same entries with and without passing rows through.
@@ -177,10 +180,20 @@ impl<'a> PassThrough<'a> {
             block.try_for_each_entry(|e| writer.push(e))?;
             writer.end_block()?;
             self.counts.entries_added += block.len() as u64;
-        } else {
-            writer.copy_block(&reader.stored_block(i)?, block, &index.last_key)?;
+            return Ok(());
+        }
+        let stored = reader.stored_block(i)?;
+        if writer.can_copy(&stored) {
+            writer.copy_block(&stored, block, &index.last_key)?;
             self.counts.blocks_copied += 1;
             self.counts.entries_copied += block.len() as u64;
+        } else {
+            // Compressed with a dictionary the output does not have: the
+            // same entries, in a block of their own, compressed again.
+            writer.end_block()?;
+            block.try_for_each_entry(|e| writer.push(e))?;
+            writer.end_block()?;
+            self.counts.entries_added += block.len() as u64;
         }
         Ok(())
     }

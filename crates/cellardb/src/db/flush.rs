@@ -17,7 +17,7 @@ use super::Core;
 use crate::manifest::SstMeta;
 use crate::memtable::Memtable;
 use crate::model::cell::now_micros;
-use crate::sst::{self, SstOrigin, SstReader, SstWriter};
+use crate::sst::{self, SstOptions, SstOrigin, SstReader, SstWriter};
 use crate::version::{Schema, SstHandle};
 use crate::{Error, Result};
 
@@ -117,7 +117,9 @@ impl Core {
 
     fn write_table(&self, mem: &Arc<Memtable>, store: u32, family: &str, number: u64) -> Result<SstHandle> {
         let path = self.dir.join(sst::file_name(number));
-        let options = self.opts.sst_options();
+        // No dictionary: training one would slow the flush, and the file
+        // is soon compacted.
+        let options = SstOptions { dictionary: None, ..self.opts.sst_options() };
         let origin = SstOrigin { family, store, created_micros: now_micros() };
         let mut writer = SstWriter::create(&*self.fs, &path, origin, options)?;
         mem.for_each(store, |e| writer.add(e))?;

@@ -1,5 +1,5 @@
 //! SSTables, one file at a time: what `cellar dump sst` shows, in records
-//! of `inspect`'s own (`docs/format/sst.md` gives every byte).
+//! of `inspect`'s own (`docs/format/sstable.md` gives every byte).
 
 use std::path::Path;
 
@@ -10,10 +10,13 @@ use crate::fs::MemFs;
 use crate::sst::{self, BlockHandle, DecodedBlock, Footer, IndexEntry, Properties, SstOptions, SstOrigin, SstReader};
 use crate::{Compression, Error, Result};
 
-/// The SSTable format version this build writes and reads.
+/// The newest SSTable format version this build writes and reads (a file
+/// without a compression dictionary is written as version 1).
 pub const SST_FORMAT_VERSION: u32 = sst::format::VERSION;
 
-/// The length of an SSTable's footer, its last bytes.
+/// The length of the footer of an SSTable without a compression
+/// dictionary (version 1), its last bytes; [`SstFile::footer_len`] gives
+/// any file's.
 pub const SST_FOOTER_LEN: usize = sst::format::FOOTER_LEN;
 
 /// An SSTable opened for inspection: its footer, index, row filter and
@@ -41,6 +44,18 @@ impl SstFile {
     /// The file's length in bytes.
     pub fn file_size(&self) -> u64 {
         self.reader.file_size()
+    }
+
+    /// The file's format version: 2 if it has a compression dictionary,
+    /// else 1.
+    pub fn format_version(&self) -> u32 {
+        if self.reader.dictionary().is_some() { 2 } else { 1 }
+    }
+
+    /// The length of the file's footer: 64 bytes in version 1, 80 in
+    /// version 2 (a file with a compression dictionary).
+    pub fn footer_len(&self) -> usize {
+        self.reader.footer_len()
     }
 
     /// What the properties block records of the file.
@@ -120,8 +135,12 @@ impl SstFile {
         let path = Path::new("recompressed.sst");
         let p = self.reader.props();
         let origin = SstOrigin { family: &p.family, store: p.store, created_micros: p.created_micros };
-        let mut w =
-            sst::SstWriter::create(&fs, path, origin, SstOptions { block_size, compression, block_entries: None })?;
+        let mut w = sst::SstWriter::create(
+            &fs,
+            path,
+            origin,
+            SstOptions { block_size, compression, block_entries: None, dictionary: None },
+        )?;
         for i in 0..self.reader.index().len() {
             self.reader.read_block(i)?.try_for_each_entry(|e| w.add(e))?;
         }
@@ -219,11 +238,18 @@ pub struct SstSpans {
     pub bloom: BlockSpan,
     /// The properties block.
     pub properties: BlockSpan,
+    /// The compression dictionary, if the file has one.
+    pub dictionary: Option<BlockSpan>,
 }
 
 impl SstSpans {
     fn of(f: &Footer) -> SstSpans {
-        SstSpans { index: BlockSpan::of(&f.index), bloom: BlockSpan::of(&f.bloom), properties: BlockSpan::of(&f.props) }
+        SstSpans {
+            index: BlockSpan::of(&f.index),
+            bloom: BlockSpan::of(&f.bloom),
+            properties: BlockSpan::of(&f.props),
+            dictionary: f.dictionary.as_ref().map(BlockSpan::of),
+        }
     }
 }
 
@@ -344,12 +370,12 @@ pub fn decode_properties_block(bytes: &[u8]) -> Result<SstProperties> {
     Ok(SstProperties::of(&p))
 }
 
-/// Decodes `bytes`, an SSTable's last [`SST_FOOTER_LEN`] bytes, as its
-/// footer.
+/// Decodes the footer that ends `bytes`, an SSTable's last bytes (at
+/// least its footer's: [`SST_FOOTER_LEN`], or 80 in version 2).
 ///
 /// # Errors
 /// `Error::Corruption` in the file `(footer)`, at the offset in `bytes`.
 pub fn decode_sst_footer(bytes: &[u8]) -> Result<SstSpans> {
-    let f = Footer::decode(bytes).map_err(|e| e.in_file(&bytes_named("footer")))?;
+    let (f, _) = Footer::decode_end(bytes).map_err(|e| e.in_file(&bytes_named("footer")))?;
     Ok(SstSpans::of(&f))
 }

@@ -236,7 +236,8 @@ struct Layers {
 fn write_sst(fs: &MemFs, name: &str, entries: &[Entry], block_size: usize) -> Arc<SstReader> {
     let path = Path::new(name);
     let origin = SstOrigin { family: "cf", store: 1, created_micros: 0 };
-    let options = SstOptions { block_size, compression: Compression::Zstd { level: 1 }, block_entries: None };
+    let options =
+        SstOptions { block_size, compression: Compression::Zstd { level: 1 }, block_entries: None, dictionary: None };
     let mut w = SstWriter::create(fs, path, origin, options).unwrap();
     for e in entries {
         w.add(e.as_ref()).unwrap();

@@ -8,13 +8,15 @@
 //! `docs/format/sstable.md`:
 //!
 //! ```text
-//! [data block][trailer] ... [index block][trailer] [bloom block][trailer]
-//! [properties block][trailer] [footer: 3 handles, version, crc, magic]
+//! [data block][trailer] ... [dictionary block][trailer] (version 2 only)
+//! [index block][trailer] [bloom block][trailer] [properties block][trailer]
+//! [footer: 3 handles (4 in version 2), version, crc, magic]
 //! ```
 
 mod block;
 mod block_builder;
 mod bloom;
+mod dictionary;
 pub mod format;
 pub(crate) mod index;
 mod iter;
@@ -25,6 +27,7 @@ mod writer;
 pub use block::DecodedBlock;
 #[cfg(test)]
 pub(crate) use block_builder::BlockBuilder;
+pub(crate) use dictionary::DICTIONARY_BYTES;
 pub use format::{BlockHandle, Footer};
 pub use index::IndexEntry;
 pub use iter::SstIter;

@@ -7,11 +7,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
+use zstd::zstd_safe::{DCtx, DDict};
 
 use super::Properties;
 use super::block::{BlockPart, DecodedBlock};
 use super::bloom::{self, BloomSummary, RowFilter};
-use super::format::{BlockCompression, BlockHandle, FOOTER_LEN, Footer, MAX_RAW_BLOCK, TRAILER_LEN, check_trailer};
+use super::dictionary::{ReaderDictionary, zstd_error};
+use super::format::{BlockCompression, BlockHandle, Footer, MAX_RAW_BLOCK, TRAILER_LEN, check_trailer};
 use super::index::{self, IndexEntry, IndexRows};
 use super::writer::LastKey;
 use crate::cache::{BlockCache, Lookup};
@@ -23,7 +25,7 @@ use crate::{Error, Result};
 pub type SstBlockCache = BlockCache<DecodedBlock>;
 
 thread_local! {
-    static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+    static DECOMPRESSOR: RefCell<Option<DCtx<'static>>> = const { RefCell::new(None) };
     /// A data block, decompressed to be decoded: one buffer per thread.
     static RAW_BLOCK: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
@@ -53,6 +55,10 @@ pub struct SstReader {
     id: u64,
     data: Bytes,
     footer: Footer,
+    /// Where the footer starts: every block ends before it.
+    footer_at: usize,
+    /// The compression dictionary, if the file has one.
+    dictionary: Option<ReaderDictionary>,
     index: Vec<IndexEntry>,
     /// The index's last-key rows in one allocation, for seeks.
     index_rows: IndexRows,
@@ -74,16 +80,14 @@ impl SstReader {
     /// [`SstReader::open`], with `id` naming the file in a block cache:
     /// unique among the tables that share one.
     pub(crate) fn open_with_id(path: &Path, data: Bytes, id: u64) -> Result<SstReader> {
-        if data.len() < FOOTER_LEN {
-            return Err(Error::corruption(path, 0, "file too short to be an SSTable"));
-        }
-        let footer_at = data.len() - FOOTER_LEN;
-        let footer = Footer::decode(&data[footer_at..]).map_err(|e| e.at(footer_at as u64).in_file(path))?;
+        let (footer, footer_at) = Footer::decode_end(&data).map_err(|e| e.in_file(path))?;
         let mut reader = SstReader {
             path: path.to_path_buf(),
             id,
             data,
             footer,
+            footer_at,
+            dictionary: None,
             index: Vec::new(),
             index_rows: IndexRows::default(),
             bloom: RowFilter::PassAll,
@@ -96,6 +100,12 @@ impl SstReader {
         reader.bloom = RowFilter::decode(&reader.read_raw(&footer.bloom)?);
         let raw_props = reader.read_raw(&footer.props)?;
         reader.props = Properties::decode(&raw_props).map_err(|e| reader.block_corruption(&footer.props, &e))?;
+        if let Some(handle) = &footer.dictionary {
+            let bytes = reader.read_raw(handle)?;
+            let loaded = ReaderDictionary::load(bytes);
+            let fault = || Error::corruption(path, handle.offset, "compression dictionary does not load");
+            reader.dictionary = Some(loaded.ok_or_else(fault)?);
+        }
         Ok(reader)
     }
 
@@ -122,6 +132,16 @@ impl SstReader {
     /// The footer: where the index, filter and properties blocks are.
     pub fn footer(&self) -> &Footer {
         &self.footer
+    }
+
+    /// Bytes of the footer.
+    pub fn footer_len(&self) -> usize {
+        self.data.len() - self.footer_at
+    }
+
+    /// The compression dictionary's bytes, if the file has one.
+    pub fn dictionary(&self) -> Option<&Bytes> {
+        self.dictionary.as_ref().map(|d| &d.bytes)
     }
 
     /// The index: one entry per data block.
@@ -258,7 +278,9 @@ impl SstReader {
             return Err(Error::InvalidArgument(what));
         };
         let stored = self.stored(&entry.handle)?;
+        let uses_dictionary = stored.compression == BlockCompression::ZstdDictionary;
         Ok(StoredBlock {
+            dictionary: self.dictionary().filter(|_| uses_dictionary).cloned(),
             bytes: stored.bytes,
             compression: stored.compression,
             raw_len: entry.handle.raw_len,
@@ -292,39 +314,51 @@ impl SstReader {
     /// The block at `handle`, checked and decompressed: metadata blocks, kept.
     fn read_raw(&self, handle: &BlockHandle) -> Result<Bytes> {
         let stored = self.stored(handle)?;
-        match stored.compression {
-            BlockCompression::Raw => Ok(stored.bytes),
-            BlockCompression::Zstd => {
-                let mut raw = Vec::with_capacity(stored.raw_len);
-                decompress(&stored.bytes, &mut raw).map_err(|e| e.at(handle.offset).in_file(&self.path))?;
-                self.check_raw_len(handle, raw.len())?;
-                Ok(raw.into())
-            }
+        if stored.compression == BlockCompression::Raw {
+            return Ok(stored.bytes);
         }
+        let mut raw = Vec::with_capacity(stored.raw_len);
+        self.decompress(handle, &stored, &mut raw)?;
+        Ok(raw.into())
     }
 
     /// `f` of the block at `handle`, checked and decompressed into a
     /// per-thread buffer: data blocks, which are decoded and not kept.
     fn with_raw<T>(&self, handle: &BlockHandle, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
         let stored = self.stored(handle)?;
-        match stored.compression {
-            BlockCompression::Raw => Ok(f(&stored.bytes)),
-            BlockCompression::Zstd => RAW_BLOCK.with(|cell| {
-                let mut raw = cell.borrow_mut();
-                raw.clear();
-                raw.reserve(stored.raw_len);
-                decompress(&stored.bytes, &mut raw).map_err(|e| e.at(handle.offset).in_file(&self.path))?;
-                self.check_raw_len(handle, raw.len())?;
-                Ok(f(&raw))
-            }),
+        if stored.compression == BlockCompression::Raw {
+            return Ok(f(&stored.bytes));
         }
+        RAW_BLOCK.with(|cell| {
+            let mut raw = cell.borrow_mut();
+            raw.clear();
+            raw.reserve(stored.raw_len);
+            self.decompress(handle, &stored, &mut raw)?;
+            Ok(f(&raw))
+        })
+    }
+
+    /// Decompresses the block at `handle` (`stored`, a zstd frame) into
+    /// `out`, which has the capacity its handle gives, with the file's
+    /// dictionary if the block says so, and checks its length.
+    fn decompress(&self, handle: &BlockHandle, stored: &Stored, out: &mut Vec<u8>) -> Result<()> {
+        let dictionary = match (stored.compression, &self.dictionary) {
+            (BlockCompression::ZstdDictionary, Some(d)) => Some(&d.ddict),
+            (BlockCompression::ZstdDictionary, None) => {
+                let what = "block compressed with a dictionary the file does not have";
+                return Err(Error::corruption(&self.path, handle.offset, what));
+            }
+            _ => None,
+        };
+        decompress(&stored.bytes, dictionary, out).map_err(|e| e.at(handle.offset).in_file(&self.path))?;
+        self.check_raw_len(handle, out.len())
     }
 
     /// The stored bytes of the block at `handle`, checksum checked.
     fn stored(&self, handle: &BlockHandle) -> Result<Stored> {
         let at = handle.offset;
         let corrupt = |what: &'static str| Error::corruption(&self.path, at, what);
-        let meta_end = (self.data.len() - FOOTER_LEN) as u64;
+        let meta_end = self.footer_at as u64;
         if handle.end().is_none_or(|end| end > meta_end) {
             return Err(corrupt("block handle points past the end of the data"));
         }
@@ -450,6 +484,8 @@ pub(crate) struct StoredBlock {
     pub raw_len: u32,
     /// Entries in the block.
     pub entries: u32,
+    /// The file's dictionary, if the block is compressed with it.
+    pub dictionary: Option<Bytes>,
 }
 
 /// A block as stored, its checksum checked.
@@ -460,17 +496,20 @@ struct Stored {
 }
 
 /// Decompresses the zstd frame `stored` into `out`, which has the capacity
-/// the block's handle gives; a fault is at the frame's start.
-fn decompress(stored: &[u8], out: &mut Vec<u8>) -> Result<(), DecodeError> {
+/// the block's handle gives, with `dictionary` if given; a fault is at the
+/// frame's start.
+fn decompress(stored: &[u8], dictionary: Option<&DDict<'_>>, out: &mut Vec<u8>) -> Result<(), DecodeError> {
     DECOMPRESSOR.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
-            let d = zstd::bulk::Decompressor::new();
-            *slot = Some(d.map_err(|e| DecodeError::new(0, format!("no zstd context: {e}")))?);
+            *slot = Some(DCtx::try_create().ok_or(DecodeError::new(0, "no zstd context"))?);
         }
         let d = slot.as_mut().ok_or(DecodeError::new(0, "no zstd context"))?;
-        d.decompress_to_buffer(stored, out)
-            .map(|_| ())
-            .map_err(|e| DecodeError::new(0, format!("zstd frame does not decompress: {e}")))
+        let done = match dictionary {
+            Some(ddict) => d.decompress_using_ddict(out, stored, ddict),
+            None => d.decompress(out, stored),
+        };
+        done.map(|_| ())
+            .map_err(|code| DecodeError::new(0, format!("zstd frame does not decompress: {}", zstd_error(code))))
     })
 }

@@ -47,7 +47,7 @@ fn random_entries(rng: &mut Rng, n: usize) -> Vec<Entry> {
 }
 
 fn write(fs: &MemFs, entries: &[Entry], block_size: usize, compression: Compression) -> Arc<SstReader> {
-    write_with(fs, entries, SstOptions { block_size, compression, block_entries: None })
+    write_with(fs, entries, SstOptions { block_size, compression, block_entries: None, dictionary: None })
 }
 
 fn write_with(fs: &MemFs, entries: &[Entry], options: SstOptions) -> Arc<SstReader> {
@@ -134,7 +134,8 @@ fn a_mapped_file_reads_its_filter_in_place() {
     let dir = tempfile::tempdir().unwrap();
     for block_size in [512, 4096] {
         let path = dir.path().join(format!("{block_size}.sst"));
-        let options = SstOptions { block_size, compression: Compression::default(), block_entries: None };
+        let options =
+            SstOptions { block_size, compression: Compression::default(), block_entries: None, dictionary: None };
         let mut w = SstWriter::create(&OsFs, &path, ORIGIN, options).unwrap();
         for e in &entries {
             w.add(e.as_ref()).unwrap();
@@ -151,7 +152,8 @@ fn a_mapped_file_reads_its_filter_in_place() {
 fn entries_out_of_order_are_refused() {
     let fs = MemFs::new();
     let path = std::path::Path::new("/bad.sst");
-    let options = SstOptions { block_size: 4096, compression: Compression::None, block_entries: None };
+    let options =
+        SstOptions { block_size: 4096, compression: Compression::None, block_entries: None, dictionary: None };
     let mut w = SstWriter::create(&fs, path, ORIGIN, options).unwrap();
     w.add(Entry::put("b".into(), "q".into(), 0, 1, "v".into()).as_ref()).unwrap();
     let err = w.add(Entry::put("a".into(), "q".into(), 0, 2, "v".into()).as_ref()).unwrap_err();
@@ -282,7 +284,12 @@ fn a_block_of_small_entries_ends_at_its_entry_bound() {
         (0..1000).map(|m| Entry::put(format!("r{m:04}").into(), "a".into(), 0, 0, "1".into())).collect();
     tall.sort_by(|a, b| a.key.cmp(&b.key));
     for entries in [tall, wide_row("r", &["a"], 1000)] {
-        let options = SstOptions { block_size: 4096, compression: Compression::None, block_entries: Some(most) };
+        let options = SstOptions {
+            block_size: 4096,
+            compression: Compression::None,
+            block_entries: Some(most),
+            dictionary: None,
+        };
         let reader = write_with(&fs, &entries, options);
         let counts: Vec<usize> = reader.index().iter().map(|e| e.entries as usize).collect();
         let (full, last) = counts.split_at(counts.len() - 1);
@@ -304,7 +311,8 @@ fn check_reports_entries_out_of_order_and_goes_on_past_them() {
     let ordered = [cell("row-b1", 1000), cell("row-b2", 1000), cell("row-b3", 1000)];
     let fs = MemFs::new();
     let path = std::path::Path::new("/unordered.sst");
-    let options = SstOptions { block_size: 4096, compression: Compression::None, block_entries: None };
+    let options =
+        SstOptions { block_size: 4096, compression: Compression::None, block_entries: None, dictionary: None };
     let mut w = SstWriter::create(&fs, path, ORIGIN, options).unwrap();
     for block in [&unordered[..], &ordered[..]] {
         let mut builder = super::BlockBuilder::default();
@@ -319,6 +327,7 @@ fn check_reports_entries_out_of_order_and_goes_on_past_them() {
             bytes: raw.into(),
             compression: super::format::BlockCompression::Raw,
             entries: block.len() as u32,
+            dictionary: None,
         };
         w.copy_block(&stored, &decoded, &block[block.len() - 1].key).unwrap();
     }
@@ -329,4 +338,72 @@ fn check_reports_entries_out_of_order_and_goes_on_past_them() {
     assert_eq!(faults.len(), 1, "{faults:?}");
     assert!(faults[0].contains("block 0: entry 1 is not after the entry before it"), "{faults:?}");
     assert_eq!((report.blocks, report.entries, report.cells), (2, 5, 5));
+}
+
+/// A file written with a dictionary: blocks after the first samples are
+/// compressed with it, and every read agrees with the entries written.
+fn write_with_dictionary(fs: &MemFs, entries: &[Entry]) -> Arc<SstReader> {
+    let options = SstOptions {
+        block_size: 256,
+        compression: Compression::Zstd { level: 3 },
+        block_entries: Some(16),
+        dictionary: Some(256),
+    };
+    write_with(fs, entries, options)
+}
+
+#[test]
+fn a_file_with_a_dictionary_reads_back_every_entry() {
+    let mut rng = Rng(21);
+    let fs = MemFs::new();
+    let entries = random_entries(&mut rng, 4000);
+    let reader = write_with_dictionary(&fs, &entries);
+    assert!(reader.dictionary().is_some_and(|d| d.len() <= 256));
+    assert_eq!(reader.footer_len(), super::format::FOOTER_LEN_V2);
+    let blocks = reader.index().len();
+    let with_dictionary = (0..blocks).filter(|&i| reader.stored_block(i).unwrap().dictionary.is_some()).count();
+    assert!(with_dictionary > blocks / 2, "{with_dictionary} of {blocks} blocks use the dictionary");
+    for _ in 0..100 {
+        let (lo, hi) = (bound(&mut rng, &entries), bound(&mut rng, &entries));
+        let want: Vec<Entry> = entries.iter().filter(|e| within(&e.key, &lo, &hi)).cloned().collect();
+        for reverse in [false, true] {
+            let mut it = SstIter::new(reader.clone(), None, (lo.clone(), hi.clone()), reverse).unwrap();
+            let mut got = Vec::new();
+            while let Some(e) = it.current() {
+                got.push(e.to_entry());
+                it.advance().unwrap();
+            }
+            if reverse {
+                got.reverse();
+            }
+            assert_eq!(got, want, "bounds {lo:?}..{hi:?}, reverse {reverse}");
+        }
+    }
+}
+
+#[test]
+fn a_damaged_dictionary_or_a_missing_one_is_corruption() {
+    let fs = MemFs::new();
+    let reader = write_with_dictionary(&fs, &random_entries(&mut Rng(22), 4000));
+    let data = fs.map(std::path::Path::new("/t.sst")).unwrap();
+    let path = std::path::Path::new("/damaged.sst");
+    let handle = reader.footer().dictionary.unwrap();
+    for at in handle.offset..handle.end().unwrap() {
+        let mut bad = data.to_vec();
+        bad[at as usize] ^= 0x10;
+        match SstReader::open(path, bad.into()) {
+            Err(crate::Error::Corruption { offset, .. }) => assert_eq!(offset, handle.offset, "byte {at}"),
+            other => panic!("byte {at} of the dictionary flipped: {other:?}"),
+        }
+    }
+    // The same blocks under a version-1 footer, which names no dictionary.
+    let footer_at = data.len() - reader.footer_len();
+    let mut without = data[..footer_at].to_vec();
+    without.extend_from_slice(&super::Footer { dictionary: None, ..*reader.footer() }.encode());
+    let reader = SstReader::open(path, without.into()).unwrap();
+    let faults = reader.check().faults;
+    assert!(!faults.is_empty());
+    for fault in faults {
+        assert!(fault.to_string().contains("a dictionary the file does not have"), "{fault}");
+    }
 }

@@ -7,6 +7,7 @@ use bytes::Bytes;
 use super::block::DecodedBlock;
 use super::block_builder::BlockBuilder;
 use super::bloom;
+use super::dictionary::WriterDictionary;
 use super::format::{BlockCompression, BlockHandle, Footer, TRAILER_LEN, trailer};
 use super::index::{self, IndexEntry};
 use super::props::Properties;
@@ -50,8 +51,13 @@ impl Default for Compression {
 /// and on one block in [`TRIAL_EVERY`] after them, and the other blocks
 /// take the last trial's winner: a little more compression work than one
 /// try, far from twice as much.
+///
+/// A file written with a dictionary ([`SstOptions::dictionary`]) compresses
+/// its data blocks with it once it has one (`sst::dictionary`).
 struct BlockCompressor {
     zstd: zstd::bulk::Compressor<'static>,
+    level: i32,
+    dictionary: WriterDictionary,
     /// Blocks compressed so far.
     blocks: u64,
     /// Whether the last trial found the wider minimum match better.
@@ -66,8 +72,23 @@ const WIDER_MIN_MATCH: u32 = 5;
 const TRIAL_EVERY: u64 = 16;
 
 impl BlockCompressor {
-    fn new(level: i32) -> std::io::Result<BlockCompressor> {
-        Ok(BlockCompressor { zstd: zstd::bulk::Compressor::new(level)?, blocks: 0, wider_wins: false })
+    fn new(level: i32, dictionary: Option<usize>) -> std::io::Result<BlockCompressor> {
+        Ok(BlockCompressor {
+            zstd: zstd::bulk::Compressor::new(level)?,
+            level,
+            dictionary: WriterDictionary::new(dictionary),
+            blocks: 0,
+            wider_wins: false,
+        })
+    }
+
+    /// The data block `raw` as a zstd frame, with the file's dictionary if
+    /// it has one by now.
+    fn compress_data(&mut self, raw: &[u8]) -> std::io::Result<(Vec<u8>, BlockCompression)> {
+        match self.dictionary.compress(raw, self.level)? {
+            Some(frame) => Ok((frame, BlockCompression::ZstdDictionary)),
+            None => Ok((self.compress(raw)?, BlockCompression::Zstd)),
+        }
     }
 
     /// `raw` as a zstd frame.
@@ -113,6 +134,10 @@ pub struct SstOptions {
     /// Entries per data block before a new one is started, whatever its
     /// size; `None` for no bound.
     pub block_entries: Option<usize>,
+    /// Bytes of a zstd dictionary to train on the file's first data blocks
+    /// and compress the rest with (`sst::dictionary`); `None` for none.
+    /// Ignored without compression.
+    pub dictionary: Option<usize>,
 }
 
 /// What a finished SSTable holds.
@@ -148,7 +173,9 @@ impl SstWriter {
         let file = fs.create(path).map_err(|e| Error::io(path, e))?;
         let compressor = match options.compression {
             Compression::None => None,
-            Compression::Zstd { level } => Some(BlockCompressor::new(level).map_err(|e| Error::io(path, e))?),
+            Compression::Zstd { level } => {
+                Some(BlockCompressor::new(level, options.dictionary).map_err(|e| Error::io(path, e))?)
+            }
         };
         let props = Properties {
             family: origin.family.to_owned(),
@@ -310,9 +337,33 @@ impl SstWriter {
             None => decoded.for_each_entry(|e| self.count(&e)),
         }
         self.last.set(&last);
+        if stored.compression == BlockCompression::ZstdDictionary && !self.adopt_dictionary(stored) {
+            return Err(Error::InvalidArgument("a copied block's dictionary differs from the file's".into()));
+        }
         let handle = self.append_block(&stored.bytes, stored.compression, stored.raw_len)?;
         self.index_data_block(last_key.clone(), handle, stored.entries);
         Ok(())
+    }
+
+    /// Whether [`SstWriter::copy_block`] may copy `stored` as it is: it is
+    /// not compressed with a dictionary, or the file compresses with the
+    /// same one, or has none yet and may take it.
+    pub(crate) fn can_copy(&self, stored: &StoredBlock) -> bool {
+        match (&stored.dictionary, stored.compression) {
+            (Some(d), BlockCompression::ZstdDictionary) => {
+                self.compressor.as_ref().is_some_and(|c| c.dictionary.can_take(d))
+            }
+            (None, BlockCompression::ZstdDictionary) => false,
+            _ => true,
+        }
+    }
+
+    /// Makes the dictionary `stored` is compressed with the file's.
+    fn adopt_dictionary(&mut self, stored: &StoredBlock) -> bool {
+        match (&mut self.compressor, &stored.dictionary) {
+            (Some(c), Some(d)) => c.dictionary.adopt(d, c.level),
+            _ => false,
+        }
     }
 
     /// Counts a row, unless it continues the last one added.
@@ -374,7 +425,7 @@ impl SstWriter {
             .map_err(|_| Error::InvalidArgument("more than 2^32 entries in one block".into()))?;
         let mut raw = Vec::with_capacity(self.block.estimated_size() + 64);
         self.block.finish(&mut raw);
-        let handle = self.write_block(&raw, true)?;
+        let handle = self.write_block(&raw, Compress::Data)?;
         self.index_data_block(last_key, handle, entries);
         Ok(())
     }
@@ -387,14 +438,17 @@ impl SstWriter {
         self.index.push(IndexEntry { last_key, handle, entries });
     }
 
-    /// Writes a block (compressed if allowed and worth it) with its trailer.
-    fn write_block(&mut self, raw: &[u8], compress: bool) -> Result<BlockHandle> {
+    /// Writes a block (compressed as `compress` allows, if worth it) with
+    /// its trailer.
+    fn write_block(&mut self, raw: &[u8], compress: Compress) -> Result<BlockHandle> {
         let compressed = match (&mut self.compressor, compress) {
-            (Some(z), true) => Some(z.compress(raw).map_err(|e| Error::io(&self.path, e))?),
+            (Some(z), Compress::Data) => Some(z.compress_data(raw)),
+            (Some(z), Compress::Plain) => Some(z.compress(raw).map(|c| (c, BlockCompression::Zstd))),
             _ => None,
         };
+        let compressed = compressed.transpose().map_err(|e| Error::io(&self.path, e))?;
         let (stored, compression): (&[u8], _) = match &compressed {
-            Some(c) if c.len() < raw.len() - raw.len() / 8 => (c, BlockCompression::Zstd),
+            Some((c, how)) if c.len() < raw.len() - raw.len() / 8 => (c, *how),
             _ => (raw, BlockCompression::Raw),
         };
         self.append_block(stored, compression, stored_len(raw)?)
@@ -435,15 +489,32 @@ impl SstWriter {
         if self.props.min_seq == u64::MAX {
             self.props.min_seq = 0;
         }
-        let index = self.write_block(&index::encode(&self.index), true)?;
-        let bloom = self.write_block(&bloom::build(&self.row_hashes, self.offset), false)?;
-        let props = self.write_block(&self.props.encode(), false)?;
-        let footer = Footer { index, bloom, props }.encode();
+        let stored_dictionary = self.compressor.as_ref().and_then(|c| c.dictionary.to_store().cloned());
+        let dictionary = match stored_dictionary {
+            Some(d) => Some(self.write_block(&d, Compress::Never)?),
+            None => None,
+        };
+        let index = self.write_block(&index::encode(&self.index), Compress::Plain)?;
+        let bloom = self.write_block(&bloom::build(&self.row_hashes, self.offset), Compress::Never)?;
+        let props = self.write_block(&self.props.encode(), Compress::Never)?;
+        let footer = Footer { index, bloom, props, dictionary }.encode();
         self.append(&footer)?;
         self.flush_buffer()?;
         self.file.sync_data().map_err(|e| Error::io(&self.path, e))?;
         Ok(SstSummary { file_size: self.offset, props: self.props })
     }
+}
+
+/// How a block may be compressed.
+#[derive(Debug, Clone, Copy)]
+enum Compress {
+    /// A data block: with the file's dictionary once it has one.
+    Data,
+    /// Without a dictionary (the index, read before any data block).
+    Plain,
+    /// Stored raw (the filter and properties, which zstd barely shrinks;
+    /// the dictionary, which is zstd's own tables and content).
+    Never,
 }
 
 /// The length of a block's bytes, as its handle records it.

@@ -137,7 +137,8 @@ fn case(rng: &mut Rng, fs: &MemFs) -> Case {
     let rows = 20 + rng.below(100);
     let compression = if rng.chance(50) { Compression::Zstd { level: 1 } } else { Compression::None };
     let block_entries = rng.chance(50).then(|| 4 + rng.below(60) as usize);
-    let options = SstOptions { block_size: 200 + rng.below(2000) as usize, compression, block_entries };
+    let dictionary = (compression != Compression::None && rng.chance(50)).then_some(256);
+    let options = SstOptions { block_size: 200 + rng.below(2000) as usize, compression, block_entries, dictionary };
     let mut inputs = Vec::new();
     let settled = settled_rows(rng, rows);
     for (i, entries) in split_at_rows(rng, settled).iter().enumerate() {
@@ -213,10 +214,12 @@ fn entries_of(files: &[Arc<SstReader>]) -> Vec<Entry> {
 #[test]
 fn passing_rows_through_writes_what_merging_them_writes() {
     let mut totals = super::PassCounts::default();
+    let mut with_dictionary = 0;
     for seed in 0..150 {
         let mut rng = Rng(seed);
         let fs = MemFs::new();
         let case = case(&mut rng, &fs);
+        with_dictionary += case.inputs.iter().filter(|f| f.dictionary().is_some()).count();
         let (merged, merged_files) = compact(&fs, &case, false, "merged");
         let (passed, passed_files) = compact(&fs, &case, true, "passed");
         assert_eq!(merged.passed, super::PassCounts::default());
@@ -252,16 +255,73 @@ fn passing_rows_through_writes_what_merging_them_writes() {
         totals.entries_copied += passed.passed.entries_copied;
         totals.entries_added += passed.passed.entries_added;
     }
-    // The cases exercise both ways of passing, often.
+    // The cases exercise both ways of passing, often, and files with
+    // dictionaries.
     assert!(totals.blocks_copied > 500, "{totals:?}");
     assert!(totals.entries_added > 500, "{totals:?}");
+    assert!(with_dictionary > 20, "{with_dictionary} inputs with a dictionary");
+}
+
+/// Blocks compressed with a dictionary pass through into an output that
+/// has none yet (which takes the dictionary) or the same one, and are
+/// encoded again into an output that compresses without one.
+#[test]
+fn blocks_pass_with_their_dictionary_or_are_encoded_again() {
+    let fs = MemFs::new();
+    let with = |dictionary| SstOptions {
+        block_size: 1024,
+        compression: Compression::Zstd { level: 3 },
+        block_entries: Some(32),
+        dictionary,
+    };
+    let input = write(&fs, "/in.sst", &settled_rows(&mut Rng(11), 800), with(Some(512)));
+    let dictionary = input.dictionary().expect("the input trained a dictionary").clone();
+    let copied_with = |options: SstOptions, name: &str, pass_through: bool| {
+        let job = Job {
+            inputs: std::slice::from_ref(&input),
+            older: &[],
+            gc_rule: &GcRule::none(),
+            aggregate: None,
+            now: NOW,
+            layout: OutputLayout::Level(1),
+            drops: &[],
+            pass_through,
+            target_file_size: u64::MAX,
+            target_file_rows: u64::MAX,
+        };
+        let path = PathBuf::from(format!("/{name}.sst"));
+        let mut new_writer = || Ok((1, SstWriter::create(&fs, &path, ORIGIN, options)?));
+        let ran = job.run(&mut new_writer).unwrap();
+        let out = Arc::new(SstReader::open(&path, fs.map(&path).unwrap()).unwrap());
+        assert!(out.check().faults.is_empty());
+        (ran.passed, out)
+    };
+    let (_, merged) = copied_with(with(None), "merged", false);
+    let merged = entries_of(&[merged]);
+    let same_entries = |out: &Arc<SstReader>| entries_of(std::slice::from_ref(out)) == merged;
+    let uses_dictionary =
+        |f: &SstReader| (0..f.index().len()).filter(|&i| f.stored_block(i).unwrap().dictionary.is_some()).count();
+    let first_with_dictionary = (0..input.index().len())
+        .find(|&i| input.stored_block(i).unwrap().dictionary.is_some())
+        .expect("blocks after the samples use the dictionary");
+    let (passed, out) = copied_with(with(Some(512)), "adopts", true);
+    assert!(same_entries(&out), "an output that took the input's dictionary differs");
+    assert_eq!(out.dictionary(), Some(&dictionary), "the output took the input's dictionary");
+    assert!(passed.blocks_copied > first_with_dictionary as u64 + 10, "{passed:?}");
+    assert!(uses_dictionary(&out) > 10);
+    let (passed, out) = copied_with(with(None), "without", true);
+    assert!(same_entries(&out), "an output without a dictionary differs");
+    assert_eq!((out.dictionary(), uses_dictionary(&out)), (None, 0));
+    assert!(passed.blocks_copied > 0 && passed.blocks_copied <= first_with_dictionary as u64, "{passed:?}");
+    assert!(passed.entries_added > 0, "{passed:?}");
 }
 
 #[test]
 fn output_files_are_cut_at_their_row_count() {
     const CAP: u64 = 64;
     let fs = MemFs::new();
-    let options = SstOptions { block_size: 1024, compression: Compression::None, block_entries: Some(32) };
+    let options =
+        SstOptions { block_size: 1024, compression: Compression::None, block_entries: Some(32), dictionary: None };
     let input = write(&fs, "/in.sst", &settled_rows(&mut Rng(7), 500), options);
     // A file's rows are counted where a row ends, so a pass of blocks
     // that each go on with the row the one before ends in may run past

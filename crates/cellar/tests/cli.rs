@@ -188,6 +188,39 @@ fn json_output_parses_and_agrees_with_the_text() {
     assert_eq!(bytes, on_disk);
 }
 
+/// A file a compaction wrote with a dictionary: `dump sst` names the
+/// dictionary and the version-2 footer, and reads and verifies every cell.
+#[test]
+fn dump_sst_shows_a_compacted_file_s_dictionary() {
+    let dir = tempfile::tempdir().unwrap();
+    let pattern = SchemaPattern::SingleTsUnserialized;
+    let db = Options::default().block_entries(64).compression_dictionary(1024).open(dir.path()).unwrap();
+    let t = db.create_table("balloons", [(pattern.family(), GcRule::none())]).unwrap();
+    for e in WORKLOAD.events() {
+        for r in t.mutate_rows(pattern.mutations(&e)) {
+            r.unwrap();
+        }
+    }
+    db.flush().unwrap();
+    db.compact_table("balloons").unwrap();
+    db.close().unwrap();
+    let ssts = files_ending(dir.path(), ".sst");
+    assert_eq!(ssts.len(), 1);
+    let sst = ssts[0].to_str().unwrap();
+    let summary = &json_lines(&ok(&["dump", "sst", sst, "--json"]))[0];
+    assert_eq!(summary["format_version"], 2);
+    let dictionary = summary["dictionary"]["bytes"].as_u64().expect("a dictionary");
+    assert!((256..=1024).contains(&dictionary), "{dictionary} bytes");
+    let text = ok(&["dump", "sst", sst]);
+    let offset = summary["dictionary"]["offset"].as_u64().unwrap();
+    assert!(text.contains(&format!("dictionary  {dictionary} bytes at offset {offset}\n")), "{text}");
+    let size = std::fs::metadata(&ssts[0]).unwrap().len();
+    assert!(text.contains(&format!("footer      80 bytes at offset {}\n", size - 80)), "{text}");
+    let scanned = json_lines(&ok(&["dump", "sst", sst, "--scan", "--json"]));
+    assert_eq!(scanned.len() as u64, summary["cells"].as_u64().unwrap());
+    assert_eq!(json_lines(&ok(&["dump", "sst", sst, "--verify", "--json"])).last().unwrap()["faults"], 0);
+}
+
 #[test]
 fn verify_names_the_offset_of_a_flipped_byte() {
     let (_dir, ssts) = pattern_db(SchemaPattern::BucketNewCell);

@@ -216,7 +216,7 @@ pub fn markdown(reports: &[PatternReport], config: &LabConfig, machine: &Machine
     );
     let _ = writeln!(
         out,
-        "Settings: durability {:?}, block size {} bytes{}, compression {:?}, block cache {} MiB, {} runs per \
+        "Settings: durability {:?}, block size {} bytes{}, compression {}, block cache {} MiB, {} runs per \
          point query and form (each form on each engine after a tenth as many untimed runs), {rounds} \
          round(s). Each figure is the median over the rounds, with the \
          smallest and largest in brackets when they differ. Bytes are allocated on disk, the write-ahead \

@@ -330,7 +330,7 @@ fn sections(spec: &Spec, reports: &[DesignReport], config: &SpecConfig, machine:
         text: vec![
             machine.markdown(),
             format!(
-                "Durability {:?}, block size {} bytes{}, compression {:?}, block cache {} MiB, memtables of {} MiB \
+                "Durability {:?}, block size {} bytes{}, compression {}, block cache {} MiB, memtables of {} MiB \
                  with up to {} frozen (the engine's memory bound: {} MiB); query seed {}.",
                 o.get_durability(),
                 o.get_block_size(),

@@ -296,8 +296,9 @@ impl SstWriter {
     ///
     /// # Errors
     /// `Error::InvalidArgument` if its entries do not sort after the
-    /// previous one, or `last_key` is not its last key; `Error::Io` if a
-    /// write fails.
+    /// previous one, `last_key` is not its last key, or it is compressed
+    /// with a dictionary the file cannot take ([`SstWriter::can_copy`]);
+    /// `Error::Io` if a write fails.
     pub(crate) fn copy_block(
         &mut self,
         stored: &StoredBlock,
@@ -313,6 +314,9 @@ impl SstWriter {
         self.check_order(&first)?;
         if last.cmp_internal(last_key).is_ne() || u32::try_from(decoded.len()).ok() != Some(stored.entries) {
             return Err(Error::InvalidArgument("a copied block differs from its index entry".into()));
+        }
+        if stored.compression == BlockCompression::ZstdDictionary && !self.adopt_dictionary(stored) {
+            return Err(Error::InvalidArgument("a copied block's dictionary differs from the file's".into()));
         }
         // A block's rows are distinct: only its first may continue the
         // last row added.
@@ -337,9 +341,6 @@ impl SstWriter {
             None => decoded.for_each_entry(|e| self.count(&e)),
         }
         self.last.set(&last);
-        if stored.compression == BlockCompression::ZstdDictionary && !self.adopt_dictionary(stored) {
-            return Err(Error::InvalidArgument("a copied block's dictionary differs from the file's".into()));
-        }
         let handle = self.append_block(&stored.bytes, stored.compression, stored.raw_len)?;
         self.index_data_block(last_key.clone(), handle, stored.entries);
         Ok(())

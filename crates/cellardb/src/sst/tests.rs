@@ -86,6 +86,25 @@ fn within(k: &InternalKey, lo: &Bound<InternalKey>, hi: &Bound<InternalKey>) -> 
     above && below
 }
 
+/// The entries of `reader` between `bounds`, read forward or backward,
+/// in key order.
+fn read_between(
+    reader: &Arc<SstReader>,
+    (lo, hi): (&Bound<InternalKey>, &Bound<InternalKey>),
+    reverse: bool,
+) -> Vec<Entry> {
+    let mut it = SstIter::new(reader.clone(), None, (lo.clone(), hi.clone()), reverse).unwrap();
+    let mut got = Vec::new();
+    while let Some(e) = it.current() {
+        got.push(e.to_entry());
+        it.advance().unwrap();
+    }
+    if reverse {
+        got.reverse();
+    }
+    got
+}
+
 #[test]
 fn iteration_between_any_bounds_matches_a_sorted_vector() {
     let mut rng = Rng(7);
@@ -98,17 +117,9 @@ fn iteration_between_any_bounds_matches_a_sorted_vector() {
         for _ in 0..300 {
             let (lo, hi) = (bound(&mut rng, &entries), bound(&mut rng, &entries));
             let expected: Vec<&Entry> = entries.iter().filter(|e| within(&e.key, &lo, &hi)).collect();
+            let want: Vec<Entry> = expected.iter().map(|e| (*e).clone()).collect();
             for reverse in [false, true] {
-                let mut it = SstIter::new(reader.clone(), None, (lo.clone(), hi.clone()), reverse).unwrap();
-                let mut got = Vec::new();
-                while let Some(e) = it.current() {
-                    got.push(e.to_entry());
-                    it.advance().unwrap();
-                }
-                if reverse {
-                    got.reverse();
-                }
-                let want: Vec<Entry> = expected.iter().map(|e| (*e).clone()).collect();
+                let got = read_between(&reader, (&lo, &hi), reverse);
                 assert_eq!(got, want, "bounds {lo:?}..{hi:?}, reverse {reverse}, block size {block_size}");
             }
         }
@@ -367,16 +378,7 @@ fn a_file_with_a_dictionary_reads_back_every_entry() {
         let (lo, hi) = (bound(&mut rng, &entries), bound(&mut rng, &entries));
         let want: Vec<Entry> = entries.iter().filter(|e| within(&e.key, &lo, &hi)).cloned().collect();
         for reverse in [false, true] {
-            let mut it = SstIter::new(reader.clone(), None, (lo.clone(), hi.clone()), reverse).unwrap();
-            let mut got = Vec::new();
-            while let Some(e) = it.current() {
-                got.push(e.to_entry());
-                it.advance().unwrap();
-            }
-            if reverse {
-                got.reverse();
-            }
-            assert_eq!(got, want, "bounds {lo:?}..{hi:?}, reverse {reverse}");
+            assert_eq!(read_between(&reader, (&lo, &hi), reverse), want, "bounds {lo:?}..{hi:?}, reverse {reverse}");
         }
     }
 }

@@ -199,6 +199,23 @@ fn compact(fs: &MemFs, case: &Case, pass_through: bool, dir: &str) -> (Ran, Vec<
     (ran, readers)
 }
 
+/// A leveled compaction of `inputs` alone (no file left out, no dropped
+/// range) into one run of files cut at `target_file_rows`.
+fn alone<'a>(inputs: &'a [Arc<SstReader>], gc_rule: &'a GcRule, pass_through: bool, target_file_rows: u64) -> Job<'a> {
+    Job {
+        inputs,
+        older: &[],
+        gc_rule,
+        aggregate: None,
+        now: NOW,
+        layout: OutputLayout::Level(1),
+        drops: &[],
+        pass_through,
+        target_file_size: u64::MAX,
+        target_file_rows,
+    }
+}
+
 fn entries_of(files: &[Arc<SstReader>]) -> Vec<Entry> {
     let mut out = Vec::new();
     for f in files {
@@ -276,19 +293,9 @@ fn blocks_pass_with_their_dictionary_or_are_encoded_again() {
     };
     let input = write(&fs, "/in.sst", &settled_rows(&mut Rng(11), 800), with(Some(512)));
     let dictionary = input.dictionary().expect("the input trained a dictionary").clone();
+    let no_gc = GcRule::none();
     let copied_with = |options: SstOptions, name: &str, pass_through: bool| {
-        let job = Job {
-            inputs: std::slice::from_ref(&input),
-            older: &[],
-            gc_rule: &GcRule::none(),
-            aggregate: None,
-            now: NOW,
-            layout: OutputLayout::Level(1),
-            drops: &[],
-            pass_through,
-            target_file_size: u64::MAX,
-            target_file_rows: u64::MAX,
-        };
+        let job = alone(std::slice::from_ref(&input), &no_gc, pass_through, u64::MAX);
         let path = PathBuf::from(format!("/{name}.sst"));
         let mut new_writer = || Ok((1, SstWriter::create(&fs, &path, ORIGIN, options)?));
         let ran = job.run(&mut new_writer).unwrap();
@@ -337,19 +344,9 @@ fn output_files_are_cut_at_their_row_count() {
         }
         most
     };
+    let no_gc = GcRule::none();
     let compact = |pass_through: bool, target_file_rows: u64| {
-        let job = Job {
-            inputs: std::slice::from_ref(&input),
-            older: &[],
-            gc_rule: &GcRule::none(),
-            aggregate: None,
-            now: NOW,
-            layout: OutputLayout::Level(1),
-            drops: &[],
-            pass_through,
-            target_file_size: u64::MAX,
-            target_file_rows,
-        };
+        let job = alone(std::slice::from_ref(&input), &no_gc, pass_through, target_file_rows);
         let mut paths = Vec::new();
         let mut new_writer = || -> crate::Result<(u64, SstWriter)> {
             let path = PathBuf::from(format!("/out-{pass_through}-{target_file_rows}-{}.sst", paths.len()));

@@ -188,8 +188,9 @@ fn json_output_parses_and_agrees_with_the_text() {
     assert_eq!(bytes, on_disk);
 }
 
-/// A file a compaction wrote with a dictionary: `dump sst` names the
-/// dictionary and the version-2 footer, and reads and verifies every cell.
+/// A flush writes no dictionary; a file a compaction wrote with one:
+/// `dump sst` names the dictionary and the version-2 footer, and reads and
+/// verifies every cell.
 #[test]
 fn dump_sst_shows_a_compacted_file_s_dictionary() {
     let dir = tempfile::tempdir().unwrap();
@@ -202,6 +203,10 @@ fn dump_sst_shows_a_compacted_file_s_dictionary() {
         }
     }
     db.flush().unwrap();
+    for flushed in files_ending(dir.path(), ".sst") {
+        let summary = &json_lines(&ok(&["dump", "sst", flushed.to_str().unwrap(), "--json"]))[0];
+        assert_eq!((summary["format_version"].as_u64(), summary["dictionary"].is_null()), (Some(1), true));
+    }
     db.compact_table("balloons").unwrap();
     db.close().unwrap();
     let ssts = files_ending(dir.path(), ".sst");

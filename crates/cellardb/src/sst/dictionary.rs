@@ -100,7 +100,7 @@ impl WriterDictionary {
         match self {
             WriterDictionary::Off => false,
             WriterDictionary::Sampling { .. } => true,
-            WriterDictionary::Ready(t) => t.bytes == *dictionary,
+            WriterDictionary::Ready(t) => same_dictionary(&t.bytes, dictionary),
         }
     }
 
@@ -115,7 +115,7 @@ impl WriterDictionary {
             }
         }
         match self {
-            WriterDictionary::Ready(t) if t.bytes == *dictionary => {
+            WriterDictionary::Ready(t) if same_dictionary(&t.bytes, dictionary) => {
                 t.blocks += 1;
                 true
             }
@@ -130,6 +130,13 @@ impl WriterDictionary {
             _ => None,
         }
     }
+}
+
+/// Whether two dictionaries are the same bytes: at once if they are one
+/// buffer (an adopted dictionary and the file it came from), else by
+/// comparing them.
+fn same_dictionary(a: &Bytes, b: &Bytes) -> bool {
+    (a.as_ptr() == b.as_ptr() && a.len() == b.len()) || a == b
 }
 
 /// A dictionary of `dict_bytes` trained on `samples`, or none if zstd

@@ -1,7 +1,7 @@
 //! Reads that seek: a filter on one column and one time range of a wide row
 //! reads the blocks of that column and range, not the whole row.
 
-use cellardb::{Db, Filter, GcRule, Mutation, Options, RowSet, TimeRange};
+use cellardb::{Db, Filter, GcRule, Mutation, Options, RowRange, RowSet, TimeRange};
 
 const HOUR: i64 = 3_600_000_000;
 const MINUTE: i64 = 60_000_000;
@@ -75,6 +75,34 @@ fn the_newest_cell_of_each_column_reads_a_block_per_column() {
     assert!(rows.iter().flat_map(cellardb::Row::cells).all(|(_, _, c)| c.timestamp.micros() == last));
     let blocks = blocks_decoded(&db);
     assert!(blocks <= 2 * METRICS.len() as u64 + 2, "{blocks} blocks for 8 cells");
+}
+
+/// The newest cells of an entity's last row, read as a user first writes
+/// it (its prefix newest first, one row, each column's newest cell): the
+/// row is too wide to gather backwards, so it is read forward from its
+/// start, seeking column to column, and that read ends at the row's last
+/// entry, found going backwards, without loading the block after it. The
+/// block cache is kept full, as it is once data outgrows it, so that each
+/// block counted is a block decoded for this read.
+#[test]
+fn the_newest_cells_of_a_last_row_read_backwards_decode_no_block_past_it() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(wide_rows(dir.path()));
+    let db = Options::default().block_size(1 << 10).block_cache_size(1).open(dir.path()).unwrap();
+    let t = db.table("balloons").unwrap();
+    let prefix = RowSet::from(RowRange::prefix("asia-south2#1001#"));
+    let rows = t.read_rows(prefix, &Filter::cells_per_column_limit(1)).reversed().limit(1).collect_rows().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(&rows[0].key[..], b"asia-south2#1001#week09");
+    let last = START_MICROS + (7 * 1440 - 1) * MINUTE;
+    let qualifiers: Vec<&[u8]> = rows[0].cells().map(|(_, q, _)| &q[..]).collect();
+    assert_eq!(qualifiers, [&b"altitude"[..], b"humidity", b"pressure", b"temperature"]);
+    assert!(rows[0].cells().all(|(_, _, c)| c.timestamp.micros() == last));
+    // The block holding the row's end, where the backward read starts (in
+    // this file the row does not end at a block's start), then a block
+    // where each column starts; not the row's end again.
+    let blocks = blocks_decoded(&db);
+    assert!(blocks <= METRICS.len() as u64 + 1, "{blocks} blocks for 4 cells");
 }
 
 /// The seek never skips what deletes or GC need: a tombstone newer than

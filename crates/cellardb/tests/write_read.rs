@@ -488,11 +488,13 @@ fn reversed_reads_of_wide_rows_seek_and_match_forward_reads() {
     let dir = tempfile::tempdir().unwrap();
     let db = cellardb::Options::default().block_size(512).block_cache_size(0).open(dir.path()).unwrap();
     let t = db.create_table("t", [("cf1", GcRule::none()), ("cf2", GcRule::none())]).unwrap();
+    // The first family holds the row's greatest qualifier: a bound taken
+    // from the last family's last entry must not cut it short.
     let write = |row: &str, columns: usize, versions: i64| {
         for v in 0..versions {
             let cells = (0..columns).map(|c| {
                 let family = if c % 2 == 0 { "cf1" } else { "cf2" };
-                Mutation::set_cell(family, format!("q{c}"), 1000 * (v + 1), format!("{row}-{c}-{v}"))
+                Mutation::set_cell(family, format!("q{}", columns - c), 1000 * (v + 1), format!("{row}-{c}-{v}"))
             });
             t.mutate_row(row, cells.collect::<Vec<_>>()).unwrap();
         }

@@ -91,6 +91,9 @@ pub(crate) struct RowGather {
     /// A row was handed out of a buffer that is not: the next row sets
     /// one up.
     wants_shared_buffer: bool,
+    /// Of a row a reversed gather gave up on, its first entry's key and
+    /// family rank: the row's last entry of that family, in key order.
+    last_of_wide: Option<(u16, InternalKey)>,
 }
 
 impl Default for RowGather {
@@ -101,6 +104,7 @@ impl Default for RowGather {
             entries: Vec::new(),
             shared_by_rows: false,
             wants_shared_buffer: false,
+            last_of_wide: None,
         }
     }
 }
@@ -167,6 +171,7 @@ impl RowGather {
         }
         self.bytes.clear();
         self.key.clear();
+        self.last_of_wide = None;
         let Some(first) = merge.current_entry() else {
             return Ok(Gather::End);
         };
@@ -216,17 +221,13 @@ impl RowGather {
                 }
             }
             if self.entries.len() == cap.entries {
-                self.entries.clear();
-                self.bytes.clear();
-                return Ok(Gather::TooWide);
+                return Ok(self.give_up(reverse && skipper.is_none()));
             }
             let qualifier = match self.entries.last() {
                 Some(prev) if &self.bytes[prev.qualifier.clone()] == e.qualifier => {
                     column_run += 1;
                     if column_run == cap.column_run {
-                        self.entries.clear();
-                        self.bytes.clear();
-                        return Ok(Gather::TooWide);
+                        return Ok(self.give_up(reverse && skipper.is_none()));
                     }
                     prev.qualifier.clone()
                 }
@@ -243,6 +244,33 @@ impl RowGather {
             self.entries.reverse();
         }
         Ok(Gather::Row)
+    }
+
+    /// Ends a gather as [`Gather::TooWide`], keeping the row's key and, if
+    /// `first_is_last` (a reversed gather that took every entry it met),
+    /// its first entry's key ([`RowGather::last_of_wide`]).
+    fn give_up(&mut self, first_is_last: bool) -> Gather {
+        self.last_of_wide = self.entries.first().filter(|_| first_is_last).map(|g| {
+            let key = InternalKey {
+                row: Bytes::copy_from_slice(&self.key),
+                qualifier: Bytes::copy_from_slice(&self.bytes[g.qualifier.clone()]),
+                timestamp: g.timestamp,
+                seq: g.seq,
+                kind: g.kind,
+            };
+            (g.rank, key)
+        });
+        self.entries.clear();
+        self.bytes.clear();
+        Gather::TooWide
+    }
+
+    /// Of the row a reversed gather last gave up on ([`Gather::TooWide`]),
+    /// the key of its last entry in key order and that entry's family
+    /// rank: no entry of that family in the row lies beyond it. `None` if
+    /// the gather did not see the row's last entry.
+    pub fn last_of_wide(&self) -> Option<&(u16, InternalKey)> {
+        self.last_of_wide.as_ref()
     }
 
     /// The row's key.

@@ -11,6 +11,7 @@ use super::scan::{RowScanner, Scanned};
 use super::seek::RowStart;
 use super::sources::Sources;
 use crate::iter::MergingIter;
+use crate::key::InternalKey;
 use crate::model::cell::now_micros;
 use crate::model::row_set::KeySpan;
 use crate::model::{Filter, Row, RowRef, RowSet};
@@ -235,14 +236,14 @@ impl ReadRows {
                 Scanned::Row => return Ok(Found::Row),
                 Scanned::Dropped => return Ok(Found::Scanned),
                 Scanned::End => s.span = None,
-                Scanned::Wide(key) => {
+                Scanned::Wide(key, last) => {
                     // What is left of the span lies below the wide row: a
                     // new reversed merge starts there, from the files'
                     // indexes, instead of stepping through the row.
                     if let Some(span) = s.span.take() {
                         s.spans.push_front(KeySpan { lo: span.lo, hi: Some(key.clone()) });
                     }
-                    if s.read_forward(key, filter)? {
+                    if s.read_forward(key, last.as_ref(), filter)? {
                         s.in_forward = true;
                         return Ok(Found::Row);
                     }
@@ -309,12 +310,15 @@ impl Started {
 
     /// Row `key` read forward from the read's snapshot, so that the filter
     /// can seek within it, into `forward`; false if it has no cell the
-    /// filter keeps.
-    fn read_forward(&mut self, key: Bytes, filter: &Arc<Filter>) -> Result<bool> {
+    /// filter keeps. `last`, where the reversed read saw it, is the row's
+    /// last entry of one family: that family's sources end there, so a
+    /// seek past the row's last column ends the read without loading the
+    /// block after it.
+    fn read_forward(&mut self, key: Bytes, last: Option<&(u16, InternalKey)>, filter: &Arc<Filter>) -> Result<bool> {
         let mut hi = key.to_vec();
         hi.push(0);
         let span = KeySpan { lo: key, hi: Some(Bytes::from(hi)) };
-        let merge = self.sources.merge(&span, false)?;
+        let merge = self.sources.merge_row(&span, last)?;
         let scanner = self.scanner_of(merge, filter, false, 0);
         let scanner = self.forward.insert(scanner);
         Ok(matches!(scanner.next_row()?, Scanned::Row))

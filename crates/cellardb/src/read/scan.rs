@@ -13,6 +13,7 @@ use super::gather::{Cap, Gather, Gathered, RowGather, Skipper};
 use super::seek::Seeker;
 use crate::Result;
 use crate::iter::MergingIter;
+use crate::key::InternalKey;
 use crate::model::assemble::{Assembler, FamilyRules, LiveCell};
 use crate::model::filter::{Filter, RowCell, RowView};
 use crate::model::range_drop::dropped_below;
@@ -93,9 +94,11 @@ pub(crate) enum Scanned {
     /// A row, held by the scanner until it moves on
     /// ([`RowScanner::take_row`], [`RowScanner::row_ref`]).
     Row,
-    /// The key of a row a reversed read found too wide to gather
-    /// backwards; the scanner is left inside it, and is done with.
-    Wide(Bytes),
+    /// A row a reversed read found too wide to gather backwards: its key,
+    /// and where known its last entry of one family (that family's rank,
+    /// and the entry's key), past which that family holds nothing of the
+    /// row. The scanner is left inside the row, and is done with.
+    Wide(Bytes, Option<(u16, InternalKey)>),
     /// A row the read found empty after deletes, GC and the filter, the
     /// last of as many in a row as [`RowScanner::report_dropped`] asks;
     /// its key is [`RowScanner::row_key`].
@@ -215,7 +218,10 @@ impl RowScanner {
             let skipper = self.seeker.as_mut().map(|s| s as &mut dyn Skipper);
             match self.row.next_row_capped(&mut self.merge, self.reverse, skipper, cap)? {
                 Gather::Row => {}
-                Gather::TooWide => return Ok(Scanned::Wide(Bytes::copy_from_slice(self.row.key()))),
+                Gather::TooWide => {
+                    let key = Bytes::copy_from_slice(self.row.key());
+                    return Ok(Scanned::Wide(key, self.row.last_of_wide().cloned()));
+                }
                 Gather::End => return Ok(Scanned::End),
             }
             self.find_live();

@@ -59,7 +59,17 @@ impl Sources {
     /// # Errors
     /// What opening a file's iterator failed with.
     pub fn merge(&self, span: &KeySpan, reverse: bool) -> Result<MergingIter> {
-        self.build(span, reverse, None)
+        self.build(span, reverse, None, None)
+    }
+
+    /// A forward merge of one row's `span`, whose sources of the family
+    /// ranked `row_end.0` end at `row_end.1`, the row's last entry of that
+    /// family.
+    ///
+    /// # Errors
+    /// What opening a file's iterator failed with.
+    pub fn merge_row(&self, span: &KeySpan, row_end: Option<&(u16, InternalKey)>) -> Result<MergingIter> {
+        self.build(span, false, None, row_end)
     }
 
     /// One forward merge for every span from `first` to `last`, to be
@@ -70,7 +80,7 @@ impl Sources {
     pub fn merge_shared(&mut self, first: &KeySpan, last: &KeySpan) -> Result<MergingIter> {
         let whole = KeySpan { lo: first.lo.clone(), hi: last.hi.clone() };
         let mut shared = Vec::new();
-        let merge = self.build(&whole, false, Some(&mut shared))?;
+        let merge = self.build(&whole, false, Some(&mut shared), None)?;
         self.shared = Some(shared);
         Ok(merge)
     }
@@ -96,24 +106,36 @@ impl Sources {
     }
 
     /// The merge of every source of `span`, listing what each is in
-    /// `list`, if given.
-    fn build(&self, span: &KeySpan, reverse: bool, mut list: Option<&mut Vec<Source>>) -> Result<MergingIter> {
-        let bounds = key_bounds(span);
+    /// `list`, if given; the sources of the family ranked `row_end.0`, if
+    /// given, end at `row_end.1` (inclusive) rather than at the span's end.
+    fn build(
+        &self,
+        span: &KeySpan,
+        reverse: bool,
+        mut list: Option<&mut Vec<Source>>,
+        row_end: Option<&(u16, InternalKey)>,
+    ) -> Result<MergingIter> {
+        let (lo, span_hi) = key_bounds(span);
+        let row_end = row_end.map(|(rank, key)| (*rank, Bound::Included(key.clone())));
         let mut merge: MergingIter = MergingIter::new(reverse);
         for (index, family) in self.families.iter().enumerate() {
             let rank = u16::try_from(index).unwrap_or(u16::MAX);
+            let hi = match &row_end {
+                Some((r, hi)) if *r == rank => hi,
+                _ => &span_hi,
+            };
             // A memtable empty now holds nothing this snapshot sees: what a
             // writer adds later has a later sequence number.
             for mem in self.sv.memtables().filter(|m| !m.is_empty()) {
-                merge.add(Box::new(MemIter::new(mem.clone(), family.store, bounds.clone(), reverse)), rank);
+                merge.add(Box::new(MemIter::new(mem.clone(), family.store, (lo.clone(), hi.clone()), reverse)), rank);
                 if let Some(list) = list.as_deref_mut() {
                     list.push(Source { family: index, file: None });
                 }
             }
             for file in self.sv.files_of(family.store) {
-                let Some(lo) = self.start_in(file, family, span, &bounds.0, reverse) else { continue };
+                let Some(start) = self.start_in(file, family, span, &lo, reverse) else { continue };
                 let cache = Some(file.cache().clone());
-                merge.add(Box::new(SstIter::new(file.reader.clone(), cache, (lo, bounds.1.clone()), reverse)?), rank);
+                merge.add(Box::new(SstIter::new(file.reader.clone(), cache, (start, hi.clone()), reverse)?), rank);
                 if let Some(list) = list.as_deref_mut() {
                     list.push(Source { family: index, file: Some(file.clone()) });
                 }

@@ -251,14 +251,22 @@ impl SstIter {
 
     /// Whether the iterator reads one row from `target` on: forward, up
     /// to the first key of the row after `target`'s (a read of one row's
-    /// bounds), so that a block it loads may be decoded in part.
+    /// bounds) or to a key of `target`'s row, so that a block it loads may
+    /// be decoded in part.
     fn reads_one_row_from(&self, target: &InternalKey) -> bool {
-        let Bound::Excluded(hi) = &self.hi else { return false };
         !self.reverse
-            && hi.is_first_of_row()
-            && hi.row.len() == target.row.len() + 1
-            && hi.row.starts_with(&target.row)
-            && hi.row.last() == Some(&0)
+            && match &self.hi {
+                // The first key of the row after `target`'s.
+                Bound::Excluded(hi) => {
+                    hi.is_first_of_row()
+                        && hi.row.len() == target.row.len() + 1
+                        && hi.row.starts_with(&target.row)
+                        && hi.row.last() == Some(&0)
+                }
+                // A key of `target`'s row (its last entry).
+                Bound::Included(hi) => hi.row == target.row,
+                Bound::Unbounded => false,
+            }
     }
 
     fn block_len(&self) -> usize {
@@ -483,7 +491,9 @@ impl EntrySource for SstIter {
 /// lands in, where every block before `from` ends below it. Keys order by
 /// row first, so the search runs over the index's rows, held back to back
 /// ([`IndexRows`]), and compares whole keys only among the blocks whose
-/// last row is `key`'s (a wide row's blocks).
+/// last row is `key`'s (a wide row's blocks). Among those it gallops from
+/// the row's first block: a read lands at a row's start, or a seek moves
+/// on to a near column, and a wide row's blocks may be hundreds.
 fn first_block_for(reader: &SstReader, from: usize, key: &InternalKey, inclusive: bool) -> usize {
     first_block_in(reader.index(), reader.index_rows(), from, key, inclusive)
 }
@@ -495,9 +505,10 @@ fn first_block_in(index: &[IndexEntry], rows: &IndexRows, from: usize, key: &Int
     if first == index.len() || rows.row(first) != row {
         return first;
     }
-    let past_row = gallop(index.len(), first, |i| rows.row(i) == row);
-    let below = |i: usize| if inclusive { index[i].last_key < *key } else { index[i].last_key <= *key };
-    partition_point(first, past_row, below)
+    // From `first` on every block's last row is at least `key`'s, so a
+    // last key below `key` is of `key`'s row: the predicate holds for a
+    // run of the row's blocks, then for none.
+    gallop(index.len(), first, |i| if inclusive { index[i].last_key < *key } else { index[i].last_key <= *key })
 }
 
 /// The first index in `from..len` for which `below` turns false (as

@@ -248,7 +248,7 @@ impl RowGather {
 
     /// Ends a gather as [`Gather::TooWide`], keeping the row's key and, if
     /// `first_is_last` (a reversed gather that took every entry it met),
-    /// its first entry's key ([`RowGather::last_of_wide`]).
+    /// its first entry's key ([`RowGather::take_last_of_wide`]).
     fn give_up(&mut self, first_is_last: bool) -> Gather {
         self.last_of_wide = self.entries.first().filter(|_| first_is_last).map(|g| {
             let key = InternalKey {
@@ -267,10 +267,10 @@ impl RowGather {
 
     /// Of the row a reversed gather last gave up on ([`Gather::TooWide`]),
     /// the key of its last entry in key order and that entry's family
-    /// rank: no entry of that family in the row lies beyond it. `None` if
-    /// the gather did not see the row's last entry.
-    pub fn last_of_wide(&self) -> Option<&(u16, InternalKey)> {
-        self.last_of_wide.as_ref()
+    /// rank, taken out: no entry of that family in the row lies beyond it.
+    /// `None` if the gather did not see the row's last entry.
+    pub fn take_last_of_wide(&mut self) -> Option<(u16, InternalKey)> {
+        self.last_of_wide.take()
     }
 
     /// The row's key.

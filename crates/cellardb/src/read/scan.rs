@@ -220,7 +220,7 @@ impl RowScanner {
                 Gather::Row => {}
                 Gather::TooWide => {
                     let key = Bytes::copy_from_slice(self.row.key());
-                    return Ok(Scanned::Wide(key, self.row.last_of_wide().cloned()));
+                    return Ok(Scanned::Wide(key, self.row.take_last_of_wide()));
                 }
                 Gather::End => return Ok(Scanned::End),
             }

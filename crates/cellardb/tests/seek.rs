@@ -105,6 +105,48 @@ fn the_newest_cells_of_a_last_row_read_backwards_decode_no_block_past_it() {
     assert!(blocks <= METRICS.len() as u64 + 1, "{blocks} blocks for 4 cells");
 }
 
+/// Rows that end where a block ends, as a bound on a block's entries
+/// makes them: a read of a row's newest cells, by its key or by its
+/// prefix newest first, decodes no block of the row after it, since the
+/// index says which row each block starts with. The block cache is kept
+/// full, so each block counted is a block decoded for the read.
+#[test]
+fn reads_of_a_row_that_ends_a_block_decode_no_block_of_the_next_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = ["balloon#1000", "balloon#1001", "balloon#1002"];
+    {
+        let db = Options::default().block_entries(16).open(dir.path()).unwrap();
+        let t = db.create_table("balloons", [("measurements", GcRule::none())]).unwrap();
+        for minute in 0..64 {
+            let ts = START_MICROS + minute * MINUTE;
+            for row in rows {
+                t.mutate_row(row, METRICS.iter().map(|m| Mutation::set_cell("measurements", *m, ts, "x"))).unwrap();
+            }
+        }
+        db.compact_table("balloons").unwrap();
+    }
+    let db = Options::default().block_entries(16).block_cache_size(1).open(dir.path()).unwrap();
+    let t = db.table("balloons").unwrap();
+    let newest = Filter::cells_per_column_limit(1);
+    let last = START_MICROS + 63 * MINUTE;
+
+    let row = t.read_row(rows[1], &newest).unwrap().unwrap();
+    assert_eq!(row.cell_count(), METRICS.len());
+    assert!(row.cells().all(|(_, _, c)| c.timestamp.micros() == last));
+    // A block where each column starts; not the next row's first.
+    let by_key = blocks_decoded(&db);
+    assert_eq!(by_key, METRICS.len() as u64);
+
+    let prefix = RowSet::from(RowRange::prefix("balloon#1001"));
+    let got = t.read_rows(prefix, &newest).reversed().limit(1).collect_rows().unwrap();
+    assert_eq!(got, [row]);
+    // The row's last block, where the backward read starts and gives the
+    // row up as too wide, then a block where each column starts; not the
+    // next row's first.
+    let by_prefix = blocks_decoded(&db) - by_key;
+    assert_eq!(by_prefix, METRICS.len() as u64 + 1);
+}
+
 /// The seek never skips what deletes or GC need: a tombstone newer than
 /// the cells in range, and `max_versions` counting from the newest cell.
 #[test]

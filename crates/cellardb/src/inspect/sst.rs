@@ -280,11 +280,19 @@ pub struct BlockInfo {
     pub entries: u32,
     /// The key of its last entry.
     pub last_key: EntryKey,
+    /// The row of its first entry; `None` in a file whose index was written
+    /// before it recorded first rows.
+    pub first_row: Option<Vec<u8>>,
 }
 
 impl BlockInfo {
     fn of(ie: &IndexEntry) -> BlockInfo {
-        BlockInfo { span: BlockSpan::of(&ie.handle), entries: ie.entries, last_key: EntryKey::of(&ie.last_key) }
+        BlockInfo {
+            span: BlockSpan::of(&ie.handle),
+            entries: ie.entries,
+            last_key: EntryKey::of(&ie.last_key),
+            first_row: ie.first_row.as_ref().map(|r| r.to_vec()),
+        }
     }
 }
 

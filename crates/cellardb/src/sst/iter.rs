@@ -292,7 +292,8 @@ impl SstIter {
             Bound::Included(k) => first_block_for(&self.reader, from, k, true),
             Bound::Excluded(k) => first_block_for(&self.reader, from, k, false),
         };
-        if i >= index.len() {
+        if i >= index.len() || block_starts_past(&self.reader, i, &self.hi) {
+            // Nothing left in bounds: end without loading the block.
             self.block = None;
             return Ok(());
         }
@@ -335,11 +336,12 @@ impl SstIter {
                 self.pos = past;
                 continue;
             }
-            if self.block_idx + 1 >= self.reader.index().len() {
+            let next = self.block_idx + 1;
+            if next >= self.reader.index().len() || block_starts_past(&self.reader, next, &self.hi) {
                 self.block = None;
                 return Ok(());
             }
-            self.load(self.block_idx + 1)?;
+            self.load(next)?;
             self.pos = 0;
         }
         Ok(())
@@ -355,7 +357,16 @@ impl SstIter {
             Bound::Included(k) | Bound::Excluded(k) => first_block_for(&self.reader, 0, k, true),
         }
         .min(index.len() - 1);
-        self.load_before(i, true)?;
+        if block_starts_past(&self.reader, i, &self.hi) {
+            // The far bound falls between two blocks: the read starts at
+            // the end of the one before, wholly below it.
+            if i == 0 {
+                return Ok(());
+            }
+            self.load_before(i - 1, false)?;
+        } else {
+            self.load_before(i, true)?;
+        }
         let Some(block) = &self.block else { return Ok(()) };
         let after = match &self.hi {
             Bound::Unbounded => block.len(),
@@ -383,7 +394,7 @@ impl SstIter {
                     self.pos = first;
                     continue;
                 }
-                _ if self.block_idx == 0 => {
+                _ if self.block_idx == 0 || block_ends_before(&self.reader, self.block_idx - 1, &self.lo) => {
                     self.block = None;
                     return Ok(());
                 }
@@ -498,6 +509,29 @@ fn first_block_for(reader: &SstReader, from: usize, key: &InternalKey, inclusive
     first_block_in(reader.index(), reader.index_rows(), from, key, inclusive)
 }
 
+/// Whether every key of block `i` lies past `hi`, as the row of its
+/// first entry shows (where the index records it): then a read bounded by
+/// `hi` need not load it.
+fn block_starts_past(reader: &SstReader, i: usize, hi: &Bound<InternalKey>) -> bool {
+    let Some(first) = reader.index_rows().first_row(i) else { return false };
+    match hi {
+        Bound::Unbounded => false,
+        Bound::Included(k) => first > &k.row[..],
+        // The bound, if a row's first key, lies before all of that row.
+        Bound::Excluded(k) => first > &k.row[..] || (first == &k.row[..] && k.is_first_of_row()),
+    }
+}
+
+/// Whether every key of block `i` lies before `lo`, as its last key shows.
+fn block_ends_before(reader: &SstReader, i: usize, lo: &Bound<InternalKey>) -> bool {
+    let last = &reader.index()[i].last_key;
+    match lo {
+        Bound::Unbounded => false,
+        Bound::Included(k) => last < k,
+        Bound::Excluded(k) => last <= k,
+    }
+}
+
 /// [`first_block_for`] on an index and its rows.
 fn first_block_in(index: &[IndexEntry], rows: &IndexRows, from: usize, key: &InternalKey, inclusive: bool) -> usize {
     let row: &[u8] = &key.row;
@@ -572,8 +606,10 @@ mod tests {
             last_keys.sort();
             last_keys.dedup();
             let handle = BlockHandle { offset: 0, stored_len: 0, raw_len: 0 };
-            let index: Vec<IndexEntry> =
-                last_keys.into_iter().map(|last_key| IndexEntry { last_key, handle, entries: 1 }).collect();
+            let index: Vec<IndexEntry> = last_keys
+                .into_iter()
+                .map(|last_key| IndexEntry { last_key, first_row: None, handle, entries: 1 })
+                .collect();
             let rows = IndexRows::of(&index).unwrap();
             for _ in 0..50 {
                 let target = key(&mut r);

@@ -400,7 +400,7 @@ impl SstReader {
 
     /// Reads and decodes every block, checking its checksum, that keys
     /// strictly increase within and across blocks, that each block agrees
-    /// with its index entry, and that the entries add up to the properties'
+    /// with its index entry (last key, first row, entry count), and that the entries add up to the properties'
     /// counts. Unlike [`SstReader::verify`] it goes on past a bad block, so
     /// it reports every fault (each `Error::Corruption` with its offset).
     pub fn check(&self) -> CheckReport {
@@ -434,6 +434,10 @@ impl SstReader {
             let last_in_index = block.entry(block.len().wrapping_sub(1)).is_some_and(|l| l.key == ie.last_key);
             if !last_in_index {
                 report.faults.push(fault(format!("block {i}: its last key differs from its index entry's")));
+            }
+            let first_in_index = ie.first_row.as_ref().is_none_or(|f| block.entry(0).is_some_and(|e| e.key.row == f));
+            if !first_in_index {
+                report.faults.push(fault(format!("block {i}: its first row differs from its index entry's")));
             }
             if block.len() != ie.entries as usize {
                 let what = format!("block {i}: {} entries, its index entry says {}", block.len(), ie.entries);

@@ -51,8 +51,17 @@ fn write(fs: &MemFs, entries: &[Entry], block_size: usize, compression: Compress
 }
 
 fn write_with(fs: &MemFs, entries: &[Entry], options: SstOptions) -> Arc<SstReader> {
+    write_index_with(fs, entries, options, true)
+}
+
+/// [`write_with`], the index recording each block's first row or not (as
+/// files written before it did).
+fn write_index_with(fs: &MemFs, entries: &[Entry], options: SstOptions, first_rows: bool) -> Arc<SstReader> {
     let path = std::path::Path::new("/t.sst");
     let mut w = SstWriter::create(fs, path, ORIGIN, options).unwrap();
+    if !first_rows {
+        w = w.without_first_rows();
+    }
     for e in entries {
         w.add(e.as_ref()).unwrap();
     }
@@ -105,22 +114,41 @@ fn read_between(
     got
 }
 
+/// Every read between bounds, forward and backward, and every forward
+/// read that seeks, in files whose index records each block's first row
+/// (a read skips the blocks that begin past its bound) and in files whose
+/// index does not.
 #[test]
 fn iteration_between_any_bounds_matches_a_sorted_vector() {
     let mut rng = Rng(7);
     for (block_size, compression) in
         [(256, Compression::Zstd { level: 3 }), (64, Compression::None), (1 << 16, Compression::Zstd { level: 1 })]
     {
-        let fs = MemFs::new();
         let entries = random_entries(&mut rng, 1500);
-        let reader = write(&fs, &entries, block_size, compression);
-        for _ in 0..300 {
-            let (lo, hi) = (bound(&mut rng, &entries), bound(&mut rng, &entries));
-            let expected: Vec<&Entry> = entries.iter().filter(|e| within(&e.key, &lo, &hi)).collect();
-            let want: Vec<Entry> = expected.iter().map(|e| (*e).clone()).collect();
-            for reverse in [false, true] {
-                let got = read_between(&reader, (&lo, &hi), reverse);
-                assert_eq!(got, want, "bounds {lo:?}..{hi:?}, reverse {reverse}, block size {block_size}");
+        for first_rows in [true, false] {
+            let fs = MemFs::new();
+            let options = SstOptions { block_size, compression, block_entries: None, dictionary: None };
+            let reader = write_index_with(&fs, &entries, options, first_rows);
+            assert_eq!(reader.index().iter().all(|e| e.first_row.is_some()), first_rows);
+            for _ in 0..300 {
+                let (lo, hi) = (bound(&mut rng, &entries), bound(&mut rng, &entries));
+                let expected: Vec<&Entry> = entries.iter().filter(|e| within(&e.key, &lo, &hi)).collect();
+                let want: Vec<Entry> = expected.iter().map(|e| (*e).clone()).collect();
+                let what = format!("bounds {lo:?}..{hi:?}, block size {block_size}, first rows {first_rows}");
+                for reverse in [false, true] {
+                    let got = read_between(&reader, (&lo, &hi), reverse);
+                    assert_eq!(got, want, "{what}, reverse {reverse}");
+                }
+                let target = entries[rng.below(entries.len() as u64) as usize].key.clone();
+                let mut it = SstIter::new(reader.clone(), None, (lo.clone(), hi.clone()), false).unwrap();
+                it.seek(&target).unwrap();
+                let mut got = Vec::new();
+                while let Some(e) = it.current() {
+                    got.push(e.to_entry());
+                    it.advance().unwrap();
+                }
+                let after: Vec<Entry> = want.iter().filter(|e| e.key >= target).cloned().collect();
+                assert_eq!(got, after, "{what}, seek to {target:?}");
             }
         }
     }
@@ -408,4 +436,67 @@ fn a_damaged_dictionary_or_a_missing_one_is_corruption() {
     for fault in faults {
         assert!(fault.to_string().contains("a dictionary the file does not have"), "{fault}");
     }
+}
+
+/// A file whose index names a wrong first row for a block, every checksum
+/// right (as a writer's bug would leave it), fails `check`: a read that
+/// trusted it would skip the block.
+#[test]
+fn check_reports_a_block_whose_first_row_differs_from_its_index_entry() {
+    use super::format::{BlockCompression, BlockHandle, Footer, trailer};
+    let entries: Vec<Entry> =
+        (0..64).map(|i| Entry::put(format!("row{:03}", i / 4).into(), "q".into(), 64 - i, 1, "v".into())).collect();
+    let fs = MemFs::new();
+    let options =
+        SstOptions { block_size: 4096, compression: Compression::None, block_entries: Some(8), dictionary: None };
+    let reader = write_with(&fs, &entries, options);
+    let mut index = reader.index().to_vec();
+    assert_eq!(index[1].first_row.as_deref(), Some(&b"row002"[..]));
+    // Within the bounds a reader checks as it opens the file: the row the
+    // block before ends with.
+    index[1].first_row = Some(index[0].last_key.row.clone());
+
+    let data = fs.map(std::path::Path::new("/t.sst")).unwrap();
+    let footer = reader.footer();
+    let mut file = data[..usize::try_from(footer.index.offset).unwrap()].to_vec();
+    let mut append = |stored: &[u8]| {
+        let handle =
+            BlockHandle { offset: file.len() as u64, stored_len: stored.len() as u32, raw_len: stored.len() as u32 };
+        file.extend_from_slice(stored);
+        file.extend_from_slice(&trailer(stored, BlockCompression::Raw));
+        handle
+    };
+    let stored = |h: &BlockHandle| &data[h.offset as usize..(h.offset + u64::from(h.stored_len)) as usize];
+    let index = append(&super::index::encode(&index));
+    let bloom = append(stored(&footer.bloom));
+    let props = append(stored(&footer.props));
+    file.extend_from_slice(&Footer { index, bloom, props, dictionary: None }.encode());
+
+    let reader = SstReader::open(std::path::Path::new("/bad.sst"), file.into()).unwrap();
+    let faults: Vec<String> = reader.check().faults.iter().map(ToString::to_string).collect();
+    assert_eq!(faults.len(), 1, "{faults:?}");
+    assert!(faults[0].contains("block 1: its first row differs from its index entry's"), "{faults:?}");
+}
+
+/// A reversed read whose bounds fall where blocks meet decodes only the
+/// blocks between them: not the block after its upper bound (the index
+/// says which row that block starts with), nor the one before its lower
+/// bound (the index says which key that block ends with).
+#[test]
+fn a_reversed_read_between_block_edges_decodes_only_its_blocks() {
+    let entries: Vec<Entry> =
+        (0..64).map(|i| Entry::put(format!("row{:03}", i / 4).into(), "q".into(), 64 - i, 1, "v".into())).collect();
+    let fs = MemFs::new();
+    let options =
+        SstOptions { block_size: 4096, compression: Compression::None, block_entries: Some(8), dictionary: None };
+    let reader = write_with(&fs, &entries, options);
+    let before = reader.blocks_decoded();
+    // Rows 2 and 3: block 1, two rows of four entries each.
+    let row = |r: &str| InternalKey::first_of_row(r.to_owned().into());
+    let bounds = (Bound::Included(row("row002")), Bound::Excluded(row("row004")));
+    let got = read_between(&reader, (&bounds.0, &bounds.1), true);
+    assert_eq!(got, entries[8..16]);
+    // Block 1 alone: without a cache, the part of it the read starts with
+    // (its last row), then, going back past the part, all of it.
+    assert_eq!(reader.blocks_decoded() - before, 2);
 }

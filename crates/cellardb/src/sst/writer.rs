@@ -157,6 +157,11 @@ pub struct SstWriter {
     compressor: Option<BlockCompressor>,
     block: BlockBuilder,
     index: Vec<IndexEntry>,
+    /// The row of the first entry of the block being built.
+    block_first_row: Vec<u8>,
+    /// Whether the index records each block's first row: always, but in
+    /// tests of files written before it did.
+    index_first_rows: bool,
     row_hashes: Vec<u64>,
     props: Properties,
     last: LastKey,
@@ -193,6 +198,8 @@ impl SstWriter {
             compressor,
             block: BlockBuilder::default(),
             index: Vec::new(),
+            block_first_row: Vec::new(),
+            index_first_rows: true,
             row_hashes: Vec::new(),
             props,
             last: LastKey::default(),
@@ -250,6 +257,10 @@ impl SstWriter {
     /// Adds `entry`, checked to sort after the previous one, to the block
     /// being built.
     fn add_checked(&mut self, entry: EntryRef<'_>) {
+        if self.block.len() == 0 {
+            self.block_first_row.clear();
+            self.block_first_row.extend_from_slice(entry.row);
+        }
         self.note_row(entry.row);
         self.count(&entry);
         self.block.add(entry);
@@ -342,7 +353,7 @@ impl SstWriter {
         }
         self.last.set(&last);
         let handle = self.append_block(&stored.bytes, stored.compression, stored.raw_len)?;
-        self.index_data_block(last_key.clone(), handle, stored.entries);
+        self.index_data_block(last_key.clone(), first.row, handle, stored.entries);
         Ok(())
     }
 
@@ -427,16 +438,34 @@ impl SstWriter {
         let mut raw = Vec::with_capacity(self.block.estimated_size() + 64);
         self.block.finish(&mut raw);
         let handle = self.write_block(&raw, Compress::Data)?;
-        self.index_data_block(last_key, handle, entries);
+        let first_row = std::mem::take(&mut self.block_first_row);
+        self.index_data_block(last_key, &first_row, handle, entries);
+        self.block_first_row = first_row;
         Ok(())
     }
 
-    /// Records a data block written at `handle` in the index and properties.
-    fn index_data_block(&mut self, last_key: InternalKey, handle: BlockHandle, entries: u32) {
+    /// Records a data block written at `handle`, whose first entry's row
+    /// is `first_row`, in the index and properties.
+    fn index_data_block(&mut self, last_key: InternalKey, first_row: &[u8], handle: BlockHandle, entries: u32) {
         self.props.raw_data_bytes += u64::from(handle.raw_len);
         self.props.stored_data_bytes += u64::from(handle.stored_len) + TRAILER_LEN as u64;
         self.props.data_blocks += 1;
-        self.index.push(IndexEntry { last_key, handle, entries });
+        let first_row = match self.index.last() {
+            _ if !self.index_first_rows => None,
+            // A row that goes on from the block before, or one alone in its block.
+            Some(prev) if prev.last_key.row == first_row => Some(prev.last_key.row.clone()),
+            _ if last_key.row == first_row => Some(last_key.row.clone()),
+            _ => Some(Bytes::copy_from_slice(first_row)),
+        };
+        self.index.push(IndexEntry { last_key, first_row, handle, entries });
+    }
+
+    /// Writes the index as files written before first rows were have it,
+    /// for tests that such files read alike.
+    #[cfg(test)]
+    pub(crate) fn without_first_rows(mut self) -> SstWriter {
+        self.index_first_rows = false;
+        self
     }
 
     /// Writes a block (compressed as `compress` allows, if worth it) with

@@ -400,9 +400,10 @@ impl SstReader {
 
     /// Reads and decodes every block, checking its checksum, that keys
     /// strictly increase within and across blocks, that each block agrees
-    /// with its index entry (last key, first row, entry count), and that the entries add up to the properties'
-    /// counts. Unlike [`SstReader::verify`] it goes on past a bad block, so
-    /// it reports every fault (each `Error::Corruption` with its offset).
+    /// with its index entry (last key, first row, entry count), and that
+    /// the entries add up to the properties' counts. Unlike
+    /// [`SstReader::verify`] it goes on past a bad block, so it reports
+    /// every fault (each `Error::Corruption` with its offset).
     pub fn check(&self) -> CheckReport {
         let mut report = CheckReport::default();
         // The key of the last entry checked, or of the index entry of a

@@ -438,18 +438,25 @@ fn a_damaged_dictionary_or_a_missing_one_is_corruption() {
     }
 }
 
+/// Sixteen rows of four cells each, `row000` to `row015`, written in
+/// blocks of eight entries: two rows a block, each block starting a row.
+fn rows_of_four_in_blocks_of_eight(fs: &MemFs) -> (Vec<Entry>, Arc<SstReader>) {
+    let entries: Vec<Entry> =
+        (0..64).map(|i| Entry::put(format!("row{:03}", i / 4).into(), "q".into(), 64 - i, 1, "v".into())).collect();
+    let options =
+        SstOptions { block_size: 4096, compression: Compression::None, block_entries: Some(8), dictionary: None };
+    let reader = write_with(fs, &entries, options);
+    (entries, reader)
+}
+
 /// A file whose index names a wrong first row for a block, every checksum
 /// right (as a writer's bug would leave it), fails `check`: a read that
 /// trusted it would skip the block.
 #[test]
 fn check_reports_a_block_whose_first_row_differs_from_its_index_entry() {
     use super::format::{BlockCompression, BlockHandle, Footer, trailer};
-    let entries: Vec<Entry> =
-        (0..64).map(|i| Entry::put(format!("row{:03}", i / 4).into(), "q".into(), 64 - i, 1, "v".into())).collect();
     let fs = MemFs::new();
-    let options =
-        SstOptions { block_size: 4096, compression: Compression::None, block_entries: Some(8), dictionary: None };
-    let reader = write_with(&fs, &entries, options);
+    let (_, reader) = rows_of_four_in_blocks_of_eight(&fs);
     let mut index = reader.index().to_vec();
     assert_eq!(index[1].first_row.as_deref(), Some(&b"row002"[..]));
     // Within the bounds a reader checks as it opens the file: the row the
@@ -484,12 +491,8 @@ fn check_reports_a_block_whose_first_row_differs_from_its_index_entry() {
 /// bound (the index says which key that block ends with).
 #[test]
 fn a_reversed_read_between_block_edges_decodes_only_its_blocks() {
-    let entries: Vec<Entry> =
-        (0..64).map(|i| Entry::put(format!("row{:03}", i / 4).into(), "q".into(), 64 - i, 1, "v".into())).collect();
     let fs = MemFs::new();
-    let options =
-        SstOptions { block_size: 4096, compression: Compression::None, block_entries: Some(8), dictionary: None };
-    let reader = write_with(&fs, &entries, options);
+    let (entries, reader) = rows_of_four_in_blocks_of_eight(&fs);
     let before = reader.blocks_decoded();
     // Rows 2 and 3: block 1, two rows of four entries each.
     let row = |r: &str| InternalKey::first_of_row(r.to_owned().into());

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use crate::chart::{Series, grouped_bars};
 use crate::machine::Machine;
 use crate::queries::{Form, QueryKind};
-use crate::run::{LabConfig, PatternReport};
+use crate::run::{LabConfig, PatternReport, runs_of};
 use crate::workload::SchemaPattern;
 
 /// Every query and form measured, in report order.
@@ -99,6 +99,21 @@ pub fn csv(reports: &[PatternReport]) -> String {
 pub(crate) fn compression_text(o: &cellardb::Options) -> String {
     let dictionary = o.get_compression_dictionary().map(|n| format!(" with a {n}-byte dictionary per compacted file"));
     format!("{:?}{}", o.get_compression(), dictionary.unwrap_or_default())
+}
+
+/// How many times each query ran, as the reports state it. A p99 is the
+/// run at rank ⌈runs × 99 / 100⌉, so over fewer than 100 runs (the fleet
+/// queries' and the full scan's, at the usual `--samples`) it is the
+/// slowest run, and the report says so.
+fn runs_text(samples: usize) -> String {
+    let [point, fleet, scan] =
+        [QueryKind::BalloonWeek, QueryKind::FleetMinute, QueryKind::FullScan].map(|k| runs_of(k, samples));
+    let slowest =
+        if scan.min(fleet).min(point) < 100 { "; over fewer than 100 runs a p99 is the slowest run" } else { "" };
+    format!(
+        "{point} runs per point query and form, {fleet} per fleet query and form and {scan} of the full scan \
+         (each form on each engine after a tenth as many untimed runs{slowest})"
+    )
 }
 
 fn micros(d: std::time::Duration) -> f64 {
@@ -216,8 +231,7 @@ pub fn markdown(reports: &[PatternReport], config: &LabConfig, machine: &Machine
     );
     let _ = writeln!(
         out,
-        "Settings: durability {:?}, block size {} bytes{}, compression {}, block cache {} MiB, {} runs per \
-         point query and form (each form on each engine after a tenth as many untimed runs), {rounds} \
+        "Settings: durability {:?}, block size {} bytes{}, compression {}, block cache {} MiB, {}, {rounds} \
          round(s). Each figure is the median over the rounds, with the \
          smallest and largest in brackets when they differ. Bytes are allocated on disk, the write-ahead \
          log excluded. Write amplification: bytes written (log, flushes, compaction) per logical byte, over \
@@ -229,7 +243,7 @@ pub fn markdown(reports: &[PatternReport], config: &LabConfig, machine: &Machine
         o.get_block_entries().map(|n| format!(" (at most {n} entries)")).unwrap_or_default(),
         compression_text(o),
         o.get_block_cache_size() >> 20,
-        config.samples
+        runs_text(config.samples)
     );
     let _ = writeln!(out, "{}", machine.markdown());
     let _ = writeln!(out, "## Storage and ingest\n");
@@ -469,6 +483,17 @@ mod tests {
             ("1000".into(), "250".into())
         );
         assert_eq!(field("stall_seconds"), "1.500");
+    }
+
+    #[test]
+    fn the_settings_say_how_often_each_query_ran_and_what_a_p99_of_few_runs_is() {
+        let text = runs_text(200);
+        assert!(
+            text.starts_with("200 runs per point query and form, 10 per fleet query and form and 3 of the full scan"),
+            "{text}"
+        );
+        assert!(text.contains("a p99 is the slowest run"), "{text}");
+        assert!(!runs_text(10_000).contains("slowest"), "every query ran at least 100 times");
     }
 
     #[test]

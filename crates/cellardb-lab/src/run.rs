@@ -414,7 +414,7 @@ fn load_order<T: Clone>(engines: &[T], round: usize) -> Vec<T> {
 /// How many times each form of `kind` runs for `samples`: the fleet
 /// queries, which read every balloon, a twentieth as often (at least 3),
 /// and the full scan, which reads every cell, a hundredth as often.
-fn runs_of(kind: QueryKind, samples: usize) -> usize {
+pub(crate) fn runs_of(kind: QueryKind, samples: usize) -> usize {
     match kind {
         QueryKind::FullScan => (samples / 100).max(3),
         _ if kind.is_fleet() => (samples / 20).max(3),

@@ -90,6 +90,10 @@ pub enum Lookup<V> {
 #[derive(Debug)]
 struct Cached<V> {
     block: Arc<V>,
+    /// What the block costs the budget, taken when it was inserted, while
+    /// its memory was fresh: an eviction reads this, not the block, which
+    /// has long left the CPU's caches by then.
+    charge: usize,
     /// Where the block's key is in `ring`.
     place: usize,
     /// Used since the hand last passed.
@@ -241,7 +245,7 @@ impl<V: Charge> Shard<V> {
             self.ring.push(Some(key));
             self.ring.len() - 1
         };
-        self.index.insert(key, Cached { block, place, referenced: false });
+        self.index.insert(key, Cached { block, charge, place, referenced: false });
     }
 
     /// Moves the hand to the first block not used since it last passed,
@@ -269,7 +273,7 @@ impl<V: Charge> Shard<V> {
 
     fn remove(&mut self, key: BlockKey) {
         let Some(cached) = self.index.remove(&key) else { return };
-        self.used -= cached.block.charge();
+        self.used -= cached.charge;
         self.ring[cached.place] = None;
         self.free.push(cached.place);
     }

@@ -31,7 +31,8 @@ pub type BlockKey = (u64, u64);
 
 /// What a cached value costs the cache's budget.
 pub trait Charge {
-    /// Bytes of memory the value holds.
+    /// Bytes of memory the value holds. Taken once, when the value is
+    /// inserted: it must not change while the value is cached.
     fn charge(&self) -> usize;
 }
 

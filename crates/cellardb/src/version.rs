@@ -128,6 +128,8 @@ pub(crate) struct SuperVersion {
     pub schema: Arc<Schema>,
     /// Every family of each table as a read sees it, by table id.
     families: HashMap<u32, ReadFamilies>,
+    /// The live SSTables by store as a read merges them ([`FileRun`]).
+    runs: HashMap<u32, Vec<Arc<FileRun>>>,
 }
 
 impl SuperVersion {
@@ -141,7 +143,8 @@ impl SuperVersion {
     ) -> SuperVersion {
         let families =
             schema.tables.iter().map(|t| (t.id, ReadFamilies::new(family_views(t, &drops, |_| true)))).collect();
-        SuperVersion { mem, imm, files, drops, schema, families }
+        let runs = files.iter().map(|(store, files)| (*store, FileRun::runs_of(files))).collect();
+        SuperVersion { mem, imm, files, drops, schema, families, runs }
     }
 
     /// The families of `table` that `keep` keeps, as a read sees them:
@@ -161,6 +164,65 @@ impl SuperVersion {
     /// The live SSTables of `store`, newest first.
     pub fn files_of(&self, store: u32) -> &[Arc<SstHandle>] {
         self.files.get(&store).map_or(&[], Vec::as_slice)
+    }
+
+    /// The live SSTables of `store` as a read merges them: each a run of
+    /// files read one after another, runs ordered as their newest files.
+    pub fn runs_of(&self, store: u32) -> &[Arc<FileRun>] {
+        self.runs.get(&store).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// Files of one store that a read takes one after another, as one source
+/// of its merge: the files of a level none of whose rows is in another
+/// file of the level, in row order (LevelDB reads a level so); or one
+/// file alone.
+///
+/// Reading a level's files as separate sources gives the same entries,
+/// but the merge then compares each entry's key with the other files'
+/// next keys, on every entry of a scan.
+///
+/// The merge breaks a tie between two sources' equal keys by the order it
+/// was given them (newest file first), and a run stands where its newest
+/// file would. That moves a run's older files ahead of the files between
+/// its newest and them, which matters to no read: no key is in two live
+/// files. Every write has its own sequence number, and a compaction
+/// writes sequence number 0 only for a row no file outside it may hold
+/// (`model::retain`), and replaces its inputs at once.
+#[derive(Debug)]
+pub(crate) struct FileRun {
+    files: Vec<Arc<SstHandle>>,
+}
+
+impl FileRun {
+    /// The files, in row order.
+    pub fn files(&self) -> &[Arc<SstHandle>] {
+        &self.files
+    }
+
+    /// `files` (newest first) as runs: each level but level 0 one run if
+    /// no two of its files share a row, each file its own run otherwise.
+    fn runs_of(files: &[Arc<SstHandle>]) -> Vec<Arc<FileRun>> {
+        let mut levels: HashMap<u8, Vec<Arc<SstHandle>>> = HashMap::new();
+        for f in files.iter().filter(|f| f.meta.level > 0) {
+            levels.entry(f.meta.level).or_default().push(f.clone());
+        }
+        // A sorted level's run, until placed where its newest file is.
+        let mut sorted: HashMap<u8, Option<Arc<FileRun>>> = HashMap::new();
+        for (level, mut files) in levels {
+            files.sort_by(|a, b| a.meta.first_row.cmp(&b.meta.first_row));
+            if files.windows(2).all(|w| w[0].meta.last_row < w[1].meta.first_row) {
+                sorted.insert(level, Some(Arc::new(FileRun { files })));
+            }
+        }
+        let mut runs = Vec::new();
+        for f in files {
+            match sorted.get_mut(&f.meta.level) {
+                Some(run) => runs.extend(run.take()),
+                None => runs.push(Arc::new(FileRun { files: vec![f.clone()] })),
+            }
+        }
+        runs
     }
 }
 

@@ -7,8 +7,6 @@ mod merging;
 
 pub use merging::MergingIter;
 
-use std::ops::Bound;
-
 use crate::Result;
 use crate::key::{EntryRef, InternalKey};
 
@@ -27,15 +25,6 @@ pub trait EntrySource: Send {
     /// # Errors
     /// What reading the source failed with.
     fn seek(&mut self, target: &InternalKey) -> Result<()>;
-    /// Moves a forward source on to new bounds, none of whose keys lies
-    /// before where the source stands, and onto its first entry within
-    /// them (or `None`, if `active` is false: the source sits the span
-    /// out). A read of many keys moves its sources from key to key rather
-    /// than setting up new ones for each.
-    ///
-    /// # Errors
-    /// What reading the source failed with.
-    fn restart(&mut self, bounds: (Bound<InternalKey>, Bound<InternalKey>), active: bool) -> Result<()>;
 }
 
 #[cfg(test)]

@@ -63,6 +63,19 @@ impl MemIter {
     }
 }
 
+impl MemIter {
+    /// Moves a forward iterator on to new bounds, none of whose keys lies
+    /// before where it stands, and onto its first entry within them: a
+    /// read of many keys moves its sources from key to key rather than
+    /// setting up new ones for each.
+    pub fn restart(&mut self, bounds: KeyBounds) {
+        self.bounds = bounds;
+        self.exhausted = false;
+        self.chunk_size = FIRST_CHUNK;
+        self.refill();
+    }
+}
+
 impl EntrySource for MemIter {
     fn current(&self) -> Option<EntryRef<'_>> {
         self.chunk.get(self.pos).map(Entry::as_ref)
@@ -88,14 +101,6 @@ impl EntrySource for MemIter {
         // Past the chunk: copy out a new one from the target.
         self.bounds.0 = Bound::Included(target.clone());
         self.exhausted = false;
-        self.chunk_size = FIRST_CHUNK;
-        self.refill();
-        Ok(())
-    }
-
-    fn restart(&mut self, bounds: KeyBounds, active: bool) -> Result<()> {
-        self.bounds = bounds;
-        self.exhausted = !active;
         self.chunk_size = FIRST_CHUNK;
         self.refill();
         Ok(())

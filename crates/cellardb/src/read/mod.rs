@@ -7,6 +7,7 @@
 //!   limit, the reversed order and the rows it reports passing over;
 //! - `sources.rs`: which memtables and files may hold a span's rows
 //!   (key range, bloom filter, where a file may start) and their merge;
+//! - `run.rs`: a level's files read one after another, as one source;
 //! - `gather.rs`: one row's entries out of the merge, into one buffer;
 //! - `seek.rs`: jumps over entries the head of the filter drops anyway;
 //! - `scan.rs`: a gathered row assembled family by family by Bigtable's
@@ -17,6 +18,7 @@
 
 mod gather;
 mod rows;
+mod run;
 mod scan;
 mod seek;
 mod sources;

@@ -9,8 +9,8 @@ use bytes::Bytes;
 use super::TableSnapshots;
 use super::scan::{RowScanner, Scanned};
 use super::seek::RowStart;
+use super::sources::ReadMerge;
 use super::sources::Sources;
-use crate::iter::MergingIter;
 use crate::key::InternalKey;
 use crate::model::cell::now_micros;
 use crate::model::row_set::KeySpan;
@@ -302,7 +302,7 @@ impl Started {
         Ok(())
     }
 
-    fn scanner_of(&self, merge: MergingIter, filter: &Arc<Filter>, reverse: bool, report_scanned: usize) -> RowScanner {
+    fn scanner_of(&self, merge: ReadMerge, filter: &Arc<Filter>, reverse: bool, report_scanned: usize) -> RowScanner {
         let mut scanner = RowScanner::new(merge, &self.families, filter.clone(), self.snapshot, self.now, reverse);
         scanner.report_dropped(report_scanned);
         scanner

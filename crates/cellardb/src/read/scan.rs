@@ -11,8 +11,8 @@ use bytes::{Bytes, BytesMut};
 
 use super::gather::{Cap, Gather, Gathered, RowGather, Skipper};
 use super::seek::Seeker;
+use super::sources::ReadMerge;
 use crate::Result;
-use crate::iter::MergingIter;
 use crate::key::InternalKey;
 use crate::model::assemble::{Assembler, FamilyRules, LiveCell};
 use crate::model::filter::{Filter, RowCell, RowView};
@@ -109,7 +109,7 @@ pub(crate) enum Scanned {
 
 /// Rows out of a merge of every source of one span of keys.
 pub(crate) struct RowScanner {
-    merge: MergingIter,
+    merge: ReadMerge,
     families: Arc<Vec<FamilyView>>,
     names: Arc<Vec<String>>,
     filter: Arc<Filter>,
@@ -141,7 +141,7 @@ impl Drop for RowScanner {
 
 impl RowScanner {
     pub fn new(
-        merge: MergingIter,
+        merge: ReadMerge,
         families: &ReadFamilies,
         filter: Arc<Filter>,
         snapshot: u64,
@@ -195,12 +195,12 @@ impl RowScanner {
 
     /// Moves the scanner on to another span's merge, keeping its buffers:
     /// a read of many keys sets up one scanner, not one a key.
-    pub fn restart(&mut self, merge: MergingIter) {
+    pub fn restart(&mut self, merge: ReadMerge) {
         self.merge = merge;
     }
 
     /// The merge rows come out of, to move its sources on to another span.
-    pub fn merge_mut(&mut self) -> &mut MergingIter {
+    pub fn merge_mut(&mut self) -> &mut ReadMerge {
         &mut self.merge
     }
 

@@ -11,15 +11,51 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use super::run::RunIter;
 use super::seek::RowStart;
 use crate::Result;
-use crate::iter::MergingIter;
-use crate::key::InternalKey;
+use crate::iter::{EntrySource, MergingIter};
+use crate::key::{EntryRef, InternalKey};
 use crate::memtable::MemIter;
 use crate::model::row_set::KeySpan;
 use crate::model::shortcut;
-use crate::sst::SstIter;
 use crate::version::{FamilyView, SstHandle, SuperVersion};
+
+/// A read's merge of its sources.
+pub(super) type ReadMerge = MergingIter<Source>;
+
+/// One source of a read's merge: a memtable's entries of one family, or a
+/// run of one family's files ([`crate::version::FileRun`]).
+#[allow(clippy::large_enum_variant, reason = "the merge boxes each source; a read has few")]
+pub(super) enum Source {
+    Memtable(MemIter),
+    Files(RunIter),
+}
+
+impl EntrySource for Source {
+    #[inline]
+    fn current(&self) -> Option<EntryRef<'_>> {
+        match self {
+            Source::Memtable(m) => m.current(),
+            Source::Files(f) => f.current(),
+        }
+    }
+
+    #[inline]
+    fn advance(&mut self) -> Result<()> {
+        match self {
+            Source::Memtable(m) => m.advance(),
+            Source::Files(f) => f.advance(),
+        }
+    }
+
+    fn seek(&mut self, target: &InternalKey) -> Result<()> {
+        match self {
+            Source::Memtable(m) => m.seek(target),
+            Source::Files(f) => f.seek(target),
+        }
+    }
+}
 
 /// What a read may merge: the memtables and files of the families it sees,
 /// as of its snapshot.
@@ -29,28 +65,20 @@ pub(super) struct Sources {
     /// Where a forward read of one row may start in a file, from the head
     /// of the filter.
     row_start: Option<RowStart>,
-    /// What each source of a merge shared by many spans is, in the order
-    /// added ([`Sources::merge_shared`]).
-    shared: Option<Vec<Source>>,
-}
-
-/// One source of a merge shared by many spans.
-struct Source {
-    /// The family's index among the read's.
-    family: usize,
-    /// The file, or `None` for a memtable.
-    file: Option<Arc<SstHandle>>,
+    /// Whether the read's merge is shared by its spans
+    /// ([`Sources::merge_shared`]).
+    shared: bool,
 }
 
 impl Sources {
     pub fn new(sv: Arc<SuperVersion>, families: Arc<Vec<FamilyView>>, row_start: Option<RowStart>) -> Sources {
-        Sources { sv, families, row_start, shared: None }
+        Sources { sv, families, row_start, shared: false }
     }
 
     /// Whether a merge is shared by the read's spans: set up for the first
     /// of them and moved from span to span ([`Sources::move_to`]).
     pub fn is_shared(&self) -> bool {
-        self.shared.is_some()
+        self.shared
     }
 
     /// Every source that may hold rows of `span`, each on its first entry
@@ -58,8 +86,8 @@ impl Sources {
     ///
     /// # Errors
     /// What opening a file's iterator failed with.
-    pub fn merge(&self, span: &KeySpan, reverse: bool) -> Result<MergingIter> {
-        self.build(span, reverse, None, None)
+    pub fn merge(&self, span: &KeySpan, reverse: bool) -> Result<ReadMerge> {
+        self.build(span, reverse, None)
     }
 
     /// A forward merge of one row's `span`, whose sources of the family
@@ -68,8 +96,8 @@ impl Sources {
     ///
     /// # Errors
     /// What opening a file's iterator failed with.
-    pub fn merge_row(&self, span: &KeySpan, row_end: Option<&(u16, InternalKey)>) -> Result<MergingIter> {
-        self.build(span, false, None, row_end)
+    pub fn merge_row(&self, span: &KeySpan, row_end: Option<&(u16, InternalKey)>) -> Result<ReadMerge> {
+        self.build(span, false, row_end)
     }
 
     /// One forward merge for every span from `first` to `last`, to be
@@ -77,12 +105,10 @@ impl Sources {
     ///
     /// # Errors
     /// What opening a file's iterator failed with.
-    pub fn merge_shared(&mut self, first: &KeySpan, last: &KeySpan) -> Result<MergingIter> {
+    pub fn merge_shared(&mut self, first: &KeySpan, last: &KeySpan) -> Result<ReadMerge> {
         let whole = KeySpan { lo: first.lo.clone(), hi: last.hi.clone() };
-        let mut shared = Vec::new();
-        let merge = self.build(&whole, false, Some(&mut shared), None)?;
-        self.shared = Some(shared);
-        Ok(merge)
+        self.shared = true;
+        self.build(&whole, false, None)
     }
 
     /// Moves a merge of [`Sources::merge_shared`] on to `span`, a later
@@ -91,33 +117,32 @@ impl Sources {
     ///
     /// # Errors
     /// What reading a source failed with.
-    pub fn move_to(&self, merge: &mut MergingIter, span: &KeySpan) -> Result<()> {
-        let Some(list) = &self.shared else { return Ok(()) };
+    pub fn move_to(&self, merge: &mut ReadMerge, span: &KeySpan) -> Result<()> {
+        if !self.shared {
+            return Ok(());
+        }
         let bounds = key_bounds(span);
-        merge.restart_each(|i, source| {
-            let Some(what) = list.get(i) else { return source.restart(bounds.clone(), false) };
-            let Some(file) = &what.file else { return source.restart(bounds.clone(), true) };
-            let Some(family) = self.families.get(what.family) else { return source.restart(bounds.clone(), false) };
-            match self.start_in(file, family, span, &bounds.0, false) {
-                Some(lo) => source.restart((lo, bounds.1.clone()), true),
-                None => source.restart(bounds.clone(), false),
+        merge.restart_each(|_, source| match source {
+            Source::Memtable(mem) => {
+                mem.restart(bounds.clone());
+                Ok(())
+            }
+            Source::Files(run) => {
+                let family = self.families.get(run.family());
+                run.restart(bounds.1.clone(), |file| {
+                    family.and_then(|family| self.start_in(file, family, span, &bounds.0, false))
+                })
             }
         })
     }
 
-    /// The merge of every source of `span`, listing what each is in
-    /// `list`, if given; the sources of the family ranked `row_end.0`, if
-    /// given, end at `row_end.1` (inclusive) rather than at the span's end.
-    fn build(
-        &self,
-        span: &KeySpan,
-        reverse: bool,
-        mut list: Option<&mut Vec<Source>>,
-        row_end: Option<&(u16, InternalKey)>,
-    ) -> Result<MergingIter> {
+    /// The merge of every source of `span`; the sources of the family
+    /// ranked `row_end.0`, if given, end at `row_end.1` (inclusive) rather
+    /// than at the span's end.
+    fn build(&self, span: &KeySpan, reverse: bool, row_end: Option<&(u16, InternalKey)>) -> Result<ReadMerge> {
         let (lo, span_hi) = key_bounds(span);
         let row_end = row_end.map(|(rank, key)| (*rank, Bound::Included(key.clone())));
-        let mut merge: MergingIter = MergingIter::new(reverse);
+        let mut merge = ReadMerge::new(reverse);
         for (index, family) in self.families.iter().enumerate() {
             let rank = u16::try_from(index).unwrap_or(u16::MAX);
             let hi = match &row_end {
@@ -127,17 +152,14 @@ impl Sources {
             // A memtable empty now holds nothing this snapshot sees: what a
             // writer adds later has a later sequence number.
             for mem in self.sv.memtables().filter(|m| !m.is_empty()) {
-                merge.add(Box::new(MemIter::new(mem.clone(), family.store, (lo.clone(), hi.clone()), reverse)), rank);
-                if let Some(list) = list.as_deref_mut() {
-                    list.push(Source { family: index, file: None });
-                }
+                let entries = MemIter::new(mem.clone(), family.store, (lo.clone(), hi.clone()), reverse);
+                merge.add(Box::new(Source::Memtable(entries)), rank);
             }
-            for file in self.sv.files_of(family.store) {
-                let Some(start) = self.start_in(file, family, span, &lo, reverse) else { continue };
-                let cache = Some(file.cache().clone());
-                merge.add(Box::new(SstIter::new(file.reader.clone(), cache, (start, hi.clone()), reverse)?), rank);
-                if let Some(list) = list.as_deref_mut() {
-                    list.push(Source { family: index, file: Some(file.clone()) });
+            for run in self.sv.runs_of(family.store) {
+                let start = |file: &SstHandle| self.start_in(file, family, span, &lo, reverse);
+                let files = RunIter::new(run.clone(), index, hi.clone(), reverse, start)?;
+                if files.takes_part() {
+                    merge.add(Box::new(Source::Files(files)), rank);
                 }
             }
         }

@@ -176,6 +176,24 @@ impl SstIter {
         moved
     }
 
+    /// Moves a forward iterator on to new bounds, none of whose keys lies
+    /// before where it stands, and onto its first entry within them: a
+    /// read of many keys moves its sources from key to key rather than
+    /// setting up new ones for each.
+    ///
+    /// # Errors
+    /// What reading a block failed with.
+    pub fn restart(&mut self, (lo, hi): (Bound<InternalKey>, Bound<InternalKey>)) -> Result<()> {
+        debug_assert!(!self.reverse, "only forward reads move on from span to span");
+        (self.lo, self.hi) = (lo, hi);
+        // Every block before the one last read ends before the new bounds.
+        let lo = std::mem::replace(&mut self.lo, Bound::Unbounded);
+        let positioned = self.position_at(lo.as_ref(), self.block_idx);
+        self.lo = lo;
+        self.settle();
+        positioned
+    }
+
     /// The file read.
     pub(crate) fn reader(&self) -> &Arc<SstReader> {
         &self.reader
@@ -478,22 +496,6 @@ impl EntrySource for SstIter {
 
     fn seek(&mut self, target: &InternalKey) -> Result<()> {
         SstIter::seek(self, target)
-    }
-
-    fn restart(&mut self, (lo, hi): (Bound<InternalKey>, Bound<InternalKey>), active: bool) -> Result<()> {
-        debug_assert!(!self.reverse, "only forward reads move on from span to span");
-        (self.lo, self.hi) = (lo, hi);
-        if !active {
-            self.block = None;
-            self.settle();
-            return Ok(());
-        }
-        // Every block before the one last read ends before the new bounds.
-        let lo = std::mem::replace(&mut self.lo, Bound::Unbounded);
-        let positioned = self.position_at(lo.as_ref(), self.block_idx);
-        self.lo = lo;
-        self.settle();
-        positioned
     }
 }
 

@@ -208,7 +208,6 @@ fn entries_out_of_order_are_refused() {
 /// longer than a part.
 #[test]
 fn reads_of_one_row_get_from_parts_of_blocks_what_whole_blocks_hold() {
-    use crate::iter::EntrySource;
     use crate::sst::reader::SstBlockCache;
     let mut rng = Rng(17);
     for (round, block_size) in [256, 4096, 16384, 1 << 16].into_iter().enumerate() {
@@ -245,7 +244,7 @@ fn reads_of_one_row_get_from_parts_of_blocks_what_whole_blocks_hold() {
                 let want: Vec<&Entry> = entries.iter().filter(|e| within(&e.key, &lo, &hi)).collect();
                 let it = match it.as_mut() {
                     Some(it) => {
-                        it.restart((lo.clone(), hi.clone()), true).unwrap();
+                        it.restart((lo.clone(), hi.clone())).unwrap();
                         it
                     }
                     None => {

@@ -41,6 +41,7 @@ pub struct Options {
     pub(crate) block_entries: Option<usize>,
     pub(crate) dictionary: Option<usize>,
     pub(crate) block_cache_size: usize,
+    pub(crate) target_file_size: u64,
     pub(crate) compression: Compression,
     pub(crate) recovery: RecoveryMode,
     pub(crate) compaction: CompactionStrategy,
@@ -57,6 +58,7 @@ impl Default for Options {
             block_entries: None,
             dictionary: None,
             block_cache_size: 64 << 20,
+            target_file_size: crate::compaction::picker::TARGET_FILE_SIZE,
             compression: Compression::default(),
             recovery: RecoveryMode::default(),
             compaction: CompactionStrategy::default(),
@@ -124,6 +126,16 @@ impl Options {
     /// decoded; with 0, no block is kept.
     pub fn block_cache_size(mut self, bytes: usize) -> Self {
         self.block_cache_size = bytes;
+        self
+    }
+
+    /// Bytes at which a compaction ends an output file, at the next row's
+    /// start (default 64 MiB, at least 1 KiB; LevelDB's `max_file_size`,
+    /// RocksDB's `target_file_size_base`). A file also ends at 1 Mi rows.
+    /// A read takes a level's files one after another, as one source, so
+    /// more, smaller files cost it little.
+    pub fn target_file_size(mut self, bytes: u64) -> Self {
+        self.target_file_size = bytes.max(1 << 10);
         self
     }
 
@@ -208,6 +220,11 @@ impl Options {
         self.block_cache_size
     }
 
+    /// Bytes at which a compaction ends an output file.
+    pub fn get_target_file_size(&self) -> u64 {
+        self.target_file_size
+    }
+
     /// Block compression.
     pub fn get_compression(&self) -> Compression {
         self.compression
@@ -234,6 +251,13 @@ mod tests {
         let o = Options::default().memtable_size(8 << 20).max_immutable_memtables(3).block_cache_size(1 << 20);
         assert_eq!(o.memory_bound(), 4 * (8 << 20) + (1 << 20));
         assert_eq!(Options::default().block_cache_size(usize::MAX).memory_bound(), usize::MAX, "saturates");
+    }
+
+    #[test]
+    fn compaction_files_end_at_64_mib_by_default_and_at_no_less_than_1_kib() {
+        assert_eq!(Options::default().get_target_file_size(), 64 << 20, "the default docs/compaction.md states");
+        assert_eq!(Options::default().target_file_size(0).get_target_file_size(), 1 << 10);
+        assert_eq!(Options::default().target_file_size(8 << 20).get_target_file_size(), 8 << 20);
     }
 
     #[test]

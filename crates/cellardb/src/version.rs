@@ -200,30 +200,38 @@ impl FileRun {
         &self.files
     }
 
-    /// `files` (newest first) as runs: each level but level 0 one run if
-    /// no two of its files share a row, each file its own run otherwise.
-    fn runs_of(files: &[Arc<SstHandle>]) -> Vec<Arc<FileRun>> {
-        let mut levels: HashMap<u8, Vec<Arc<SstHandle>>> = HashMap::new();
-        for f in files.iter().filter(|f| f.meta.level > 0) {
-            levels.entry(f.meta.level).or_default().push(f.clone());
-        }
-        // A sorted level's run, until placed where its newest file is.
-        let mut sorted: HashMap<u8, Option<Arc<FileRun>>> = HashMap::new();
-        for (level, mut files) in levels {
-            files.sort_by(|a, b| a.meta.first_row.cmp(&b.meta.first_row));
-            if files.windows(2).all(|w| w[0].meta.last_row < w[1].meta.first_row) {
-                sorted.insert(level, Some(Arc::new(FileRun { files })));
-            }
-        }
-        let mut runs = Vec::new();
-        for f in files {
-            match sorted.get_mut(&f.meta.level) {
-                Some(run) => runs.extend(run.take()),
-                None => runs.push(Arc::new(FileRun { files: vec![f.clone()] })),
-            }
-        }
-        runs
+    /// `files` (newest first) as runs ([`run_groups`]).
+    pub fn runs_of(files: &[Arc<SstHandle>]) -> Vec<Arc<FileRun>> {
+        let metas: Vec<&SstMeta> = files.iter().map(|f| &f.meta).collect();
+        let group = |g: Vec<usize>| Arc::new(FileRun { files: g.into_iter().map(|i| files[i].clone()).collect() });
+        run_groups(&metas).into_iter().map(group).collect()
     }
+}
+
+/// Files (newest first) grouped into runs, by their indexes: each level but
+/// level 0 one run in row order if no two of its files share a row, each
+/// file alone otherwise; runs in the order of their newest files.
+fn run_groups(files: &[&SstMeta]) -> Vec<Vec<usize>> {
+    let mut levels: HashMap<u8, Vec<usize>> = HashMap::new();
+    for (i, f) in files.iter().enumerate().filter(|(_, f)| f.level > 0) {
+        levels.entry(f.level).or_default().push(i);
+    }
+    // A sorted level's run, until placed where its newest file is.
+    let mut sorted: HashMap<u8, Option<Vec<usize>>> = HashMap::new();
+    for (level, mut run) in levels {
+        run.sort_by(|&a, &b| files[a].first_row.cmp(&files[b].first_row));
+        if run.windows(2).all(|w| files[w[0]].last_row < files[w[1]].first_row) {
+            sorted.insert(level, Some(run));
+        }
+    }
+    let mut runs = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        match sorted.get_mut(&f.level) {
+            Some(run) => runs.extend(run.take()),
+            None => runs.push(vec![i]),
+        }
+    }
+    runs
 }
 
 /// The families of `table` that `keep` keeps, in the table's order.
@@ -244,4 +252,45 @@ fn family_views(
             drops: drops.get(&f.store).cloned().unwrap_or_default(),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+
+    fn file(level: u8, rows: (&'static str, &'static str)) -> SstMeta {
+        let (first_row, last_row) = (Bytes::from_static(rows.0.as_bytes()), Bytes::from_static(rows.1.as_bytes()));
+        SstMeta { store: 1, file: 0, level, size: 0, first_row, last_row, min_seq: 0, max_seq: 0, drops_applied: 0 }
+    }
+
+    fn groups(files: &[SstMeta]) -> Vec<Vec<usize>> {
+        run_groups(&files.iter().collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn a_level_whose_files_share_no_row_is_one_run_in_row_order_where_its_newest_file_is() {
+        let files = [
+            file(0, ("a", "z")),
+            file(1, ("m", "p")),
+            file(2, ("a", "k")),
+            file(1, ("a", "c")),
+            file(0, ("b", "d")),
+            file(1, ("q", "q")),
+        ];
+        assert_eq!(groups(&files), vec![vec![0], vec![3, 1, 5], vec![2], vec![4]]);
+    }
+
+    #[test]
+    fn a_level_whose_files_share_a_row_is_read_file_by_file_as_level_0_is() {
+        // Time windows keep overlapping files in level 1; a row may also
+        // end one file and start the next.
+        let overlapping = [file(1, ("a", "m")), file(1, ("k", "z")), file(2, ("a", "b"))];
+        assert_eq!(groups(&overlapping), vec![vec![0], vec![1], vec![2]]);
+        let touching = [file(1, ("a", "m")), file(1, ("m", "z"))];
+        assert_eq!(groups(&touching), vec![vec![0], vec![1]]);
+        let level0 = [file(0, ("a", "b")), file(0, ("c", "d"))];
+        assert_eq!(groups(&level0), vec![vec![0], vec![1]], "level 0 is never a run");
+    }
 }

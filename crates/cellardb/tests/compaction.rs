@@ -443,3 +443,35 @@ fn aggregate_inputs_on_both_sides_of_a_row_delete_are_not_merged_without_it() {
     db.compact_table("t").unwrap();
     assert_eq!(row_k(&db), [(5, 10i64.to_be_bytes().to_vec())], "after a full compaction");
 }
+
+/// `Options::target_file_size` ends a compaction's output files between
+/// rows, so a level holds many; a read takes them one after another, and
+/// every row set reads across the cuts as it would from one file.
+#[test]
+fn a_level_cut_into_many_small_files_reads_as_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Options::default().target_file_size(1 << 10).block_size(1 << 10).open(dir.path()).unwrap();
+    let t = db.create_table("t", [("f", GcRule::none())]).unwrap();
+    put_rows(&t, "r", 600);
+    db.flush().unwrap();
+    db.compact_table("t").unwrap();
+    let levels = family_stats(&db, "f").levels;
+    assert!(levels.iter().all(|l| l.level > 0) && levels.iter().any(|l| l.files >= 5), "{levels:?}");
+
+    let keys = |rows: Vec<cellardb::Row>| rows.into_iter().map(|r| String::from_utf8(r.key.to_vec()).unwrap());
+    let want: Vec<String> = (0..600).map(|i| format!("r{i:04}")).collect();
+    let read = |set: RowSet| t.read_rows(set, &Filter::pass_all());
+    assert_eq!(keys(read(RowSet::all()).collect_rows().unwrap()).collect::<Vec<_>>(), want);
+    let mut backward: Vec<String> = keys(read(RowSet::all()).reversed().collect_rows().unwrap()).collect();
+    backward.reverse();
+    assert_eq!(backward, want, "reversed");
+    let some: Vec<String> = want.iter().step_by(7).cloned().collect();
+    let got: Vec<String> = keys(read(RowSet::new().keys(&some)).collect_rows().unwrap()).collect();
+    assert_eq!(got, some, "one key in every seven, across the files");
+    let ranges = RowSet::new().range(RowRange::closed("r0100", "r0250")).range(RowRange::closed_open("r0400", "r0590"));
+    let got: Vec<String> = keys(read(ranges).collect_rows().unwrap()).collect();
+    let want_ranges: Vec<String> = (100..=250).chain(400..590).map(|i| format!("r{i:04}")).collect();
+    assert_eq!(got, want_ranges, "two ranges, each across files");
+    let last = keys(read(RowSet::all()).reversed().limit(3).collect_rows().unwrap()).collect::<Vec<_>>();
+    assert_eq!(last, ["r0599", "r0598", "r0597"]);
+}

@@ -259,6 +259,10 @@ fn open(path: &Path, fs: Option<&MemFs>, strategies: &mut Rng) -> (Db, Table) {
         CompactionStrategy::Leveled
     };
     let mut opts = Options::default().memtable_size(4 << 10).block_size(256).compaction_strategy(strategy);
+    // Compactions cut small files: a level holds many, read as one run.
+    if strategies.chance(50) {
+        opts = opts.target_file_size(1 << 10);
+    }
     // A full block cache: reads of one row decode parts of blocks.
     if strategies.chance(40) {
         opts = opts.block_cache_size(if strategies.chance(50) { 0 } else { 16 << 10 });

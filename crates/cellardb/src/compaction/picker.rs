@@ -48,14 +48,15 @@ pub const LEVEL_BASE: u64 = 256 << 20;
 pub const LEVEL_MULTIPLIER: u64 = 10;
 /// Deepest level.
 pub const MAX_LEVEL: u8 = 6;
-/// Bytes at which a compaction's output file is cut (at a row boundary).
+/// Bytes at which a compaction's output file is cut (at a row boundary),
+/// unless `Options::target_file_size` says otherwise.
 pub const TARGET_FILE_SIZE: u64 = 64 << 20;
 /// Rows at which a compaction's output file is cut. A file's row filter is
 /// built when the file ends, from a hash of each row (8 bytes) kept until
 /// then; a table of small rows that compress well fits tens of millions
 /// of rows in `TARGET_FILE_SIZE`, so this bounds that memory (8 MiB)
-/// instead. A scan merges every file of a level it crosses, so more
-/// files cost a scan a little more (`iter::merging`).
+/// instead. A read takes a level's files one after another, as one
+/// source of its merge (`read::run`).
 pub const TARGET_FILE_ROWS: u64 = 1 << 20;
 /// The window of a time-window file holding only tombstones.
 pub const TOMBSTONE_WINDOW: i64 = i64::MAX;

@@ -174,7 +174,7 @@ impl Core {
             layout,
             drops: &task.drops,
             pass_through: task.pass_through,
-            target_file_size: picker::TARGET_FILE_SIZE,
+            target_file_size: self.opts.target_file_size,
             target_file_rows: picker::TARGET_FILE_ROWS,
         };
         let options = self.opts.sst_options();

@@ -21,9 +21,14 @@ use bytes::Bytes;
 use super::{EntrySource, MergingIter};
 use crate::fs::{Fs, MemFs};
 use crate::key::{Entry, EntryKind, EntryRef, InternalKey};
+use crate::manifest::SstMeta;
 use crate::memtable::{MemIter, Memtable};
 use crate::model::{BatchEntry, RowBatch};
-use crate::sst::{BlockBuilder, Compression, DecodedBlock, SstIter, SstOptions, SstOrigin, SstReader, SstWriter};
+use crate::read::RunIter;
+use crate::sst::{
+    BlockBuilder, Compression, DecodedBlock, SstBlockCache, SstIter, SstOptions, SstOrigin, SstReader, SstWriter,
+};
+use crate::version::{FileRun, SstHandle};
 
 type Model = BTreeMap<InternalKey, Bytes>;
 type Bounds = (Bound<InternalKey>, Bound<InternalKey>);
@@ -231,6 +236,9 @@ struct Layers {
     /// The same entries cut into consecutive SSTables, as a compacted
     /// level holds them: a merge whose leader stays ahead for long.
     run: Vec<Arc<SstReader>>,
+    /// The same entries cut into SSTables between rows, as a compaction
+    /// cuts a level's files, read as one run.
+    level: Arc<FileRun>,
 }
 
 fn write_sst(fs: &MemFs, name: &str, entries: &[Entry], block_size: usize) -> Arc<SstReader> {
@@ -287,7 +295,70 @@ fn build(model: &Model, rng: &mut Rng) -> Layers {
         .enumerate()
         .map(|(i, chunk)| write_sst(&fs, &format!("/run-{i}.sst"), chunk, block_size))
         .collect();
-    Layers { block, sst, mem, parts: (ssts, mems), run }
+    let level = level_of(&fs, &entries, 2 + rng.below(5) as usize, block_size);
+    Layers { block, sst, mem, parts: (ssts, mems), run, level }
+}
+
+/// `entries` cut between rows into about `files` SSTables of level 1, as
+/// the one run a read takes them as.
+fn level_of(fs: &MemFs, entries: &[Entry], files: usize, block_size: usize) -> Arc<FileRun> {
+    let per_file = entries.len().div_ceil(files).max(1);
+    let mut cuts: Vec<Vec<Entry>> = vec![Vec::new()];
+    for e in entries {
+        let last = cuts.last_mut().expect("never empty");
+        let new_row = last.last().is_none_or(|prev| prev.key.row != e.key.row);
+        if new_row && last.len() >= per_file {
+            cuts.push(Vec::new());
+        }
+        cuts.last_mut().expect("never empty").push(e.clone());
+    }
+    cuts.retain(|cut| !cut.is_empty());
+    let cache = Arc::new(SstBlockCache::new(1 << 20));
+    let handles: Vec<Arc<SstHandle>> = cuts
+        .iter()
+        .enumerate()
+        .rev() // newest first, as a version lists them
+        .map(|(i, cut)| {
+            let name = format!("/level-{i}.sst");
+            write_sst(fs, &name, cut, block_size);
+            let path = Path::new(&name);
+            // The cache knows a file by its id.
+            let reader = SstReader::open_with_id(path, fs.map(path).unwrap(), i as u64 + 1).unwrap();
+            let meta = SstMeta {
+                store: 1,
+                file: i as u64,
+                level: 1,
+                size: 0,
+                first_row: cut[0].key.row.clone(),
+                last_row: cut[cut.len() - 1].key.row.clone(),
+                min_seq: 0,
+                max_seq: 0,
+                drops_applied: 0,
+            };
+            let fs: Arc<dyn Fs> = Arc::new(fs.clone());
+            Arc::new(SstHandle::new(reader, meta, fs, cache.clone()))
+        })
+        .collect();
+    let mut runs = FileRun::runs_of(&handles);
+    assert_eq!(runs.len(), 1, "a level's files sharing no row are one run");
+    runs.remove(0)
+}
+
+/// A run's files that may hold keys within `bounds`, as a read chooses
+/// them, each starting at the lower bound.
+fn run_start(bounds: &Bounds) -> impl Fn(&SstHandle) -> Option<Bound<InternalKey>> {
+    let bounds = bounds.clone();
+    move |file| {
+        let ends_before = match &bounds.0 {
+            Bound::Included(k) | Bound::Excluded(k) => file.meta.last_row < k.row,
+            Bound::Unbounded => false,
+        };
+        let starts_after = match &bounds.1 {
+            Bound::Included(k) | Bound::Excluded(k) => file.meta.first_row > k.row,
+            Bound::Unbounded => false,
+        };
+        (!ends_before && !starts_after).then(|| bounds.0.clone())
+    }
 }
 
 impl Layers {
@@ -306,12 +377,14 @@ impl Layers {
         for r in &self.run {
             run.add(Box::new(sst(r)), 0);
         }
+        let level = RunIter::new(self.level.clone(), 0, bounds.1.clone(), reverse, run_start(bounds)).unwrap();
         vec![
             ("block", Box::new(BlockCursor::new(self.block.clone(), bounds.clone(), reverse))),
             ("sstable", Box::new(sst(&self.sst))),
             ("memtable", Box::new(mem(&self.mem))),
             ("merge", Box::new(Merge(merge))),
             ("merge of a run", Box::new(Merge(run))),
+            ("run read as one", Box::new(level)),
         ]
     }
 }
@@ -394,5 +467,54 @@ fn empty_and_single_entry_sources_conform_too() {
     }
     for (name, mut it) in layers.open(&(inc.clone(), inc), false) {
         assert_eq!(drain(&mut *it).len(), 1, "{name}: the one key, bounded on both sides by itself");
+    }
+}
+
+/// A read of many keys moves one merge from span to span: each forward
+/// source that can be moved on (SSTable, memtable, a level's run) reads
+/// each span, in part or whole, as the model holds it.
+#[test]
+fn sources_moved_from_span_to_span_read_what_a_btree_map_holds() {
+    for seed in 1..=12 {
+        let mut rng = Rng(seed);
+        let model = random_entries(&mut rng, 600);
+        let layers = build(&model, &mut rng);
+        let mut spans = Vec::new();
+        let mut next_row = 0;
+        while next_row < 42 {
+            let lo = next_row + rng.below(4);
+            let hi = lo + 1 + rng.below(3) * rng.below(6);
+            spans.push((lo, hi));
+            next_row = hi;
+        }
+        let row = |n: u64| InternalKey::first_of_row(format!("row{n:03}").into());
+        let bounds_of = |(lo, hi): (u64, u64)| (Bound::Included(row(lo)), Bound::Excluded(row(hi)));
+        let first = bounds_of(spans[0]);
+        let mut sst = SstIter::new(layers.sst.clone(), None, first.clone(), false).unwrap();
+        let mut mem = MemIter::new(layers.mem.clone(), 1, first.clone(), false);
+        let mut run = RunIter::new(layers.level.clone(), 0, first.1.clone(), false, run_start(&first)).unwrap();
+        for (i, span) in spans.iter().enumerate() {
+            let bounds = bounds_of(*span);
+            if i > 0 {
+                sst.restart(bounds.clone()).unwrap();
+                mem.restart(bounds.clone());
+                run.restart(bounds.1.clone(), run_start(&bounds)).unwrap();
+            }
+            let want = expected(&model, &bounds);
+            // Some spans are left before their end, as a read whose filter
+            // is done with a row leaves it.
+            let read = if rng.below(3) == 0 { rng.below(want.len() as u64 + 1) as usize } else { want.len() };
+            let sources: [(&str, &mut dyn Under); 3] =
+                [("sstable", &mut sst), ("memtable", &mut mem), ("run", &mut run)];
+            for (name, it) in sources {
+                let mut got = Vec::new();
+                while got.len() < read {
+                    let Some(e) = it.current() else { break };
+                    got.push(e.to_entry());
+                    it.advance();
+                }
+                assert_same(&got, &want[..read], || format!("seed {seed}, {name}, span {i} of {spans:?}"));
+            }
+        }
     }
 }

@@ -27,6 +27,8 @@ use std::sync::Arc;
 
 pub(crate) use gather::RowGather;
 pub use rows::{ReadRows, Step};
+#[cfg(test)]
+pub(crate) use run::RunIter;
 
 use crate::Result;
 use crate::version::SuperVersion;

@@ -90,7 +90,7 @@ impl RunIter {
             (Some((file, it)), Some((first, lo))) if *file == first => {
                 it.restart((lo, self.hi.clone()))?;
                 self.next = 1;
-                if it.current().is_none() {
+                if !it.has_entry() {
                     self.open_next(None)?;
                 }
                 Ok(())
@@ -124,7 +124,7 @@ impl RunIter {
             let lo = from.take().map_or_else(|| lo.clone(), |key| Bound::Included(key.clone()));
             let cache = Some(handle.cache().clone());
             let it = SstIter::new(handle.reader.clone(), cache, (lo, self.hi.clone()), self.reverse)?;
-            if it.current().is_some() {
+            if it.has_entry() {
                 if let Some((_, done)) = self.current.replace((*file, it)) {
                     self.previous = Some(done);
                 }
@@ -158,7 +158,7 @@ impl EntrySource for RunIter {
     fn advance(&mut self) -> Result<()> {
         let Some((_, it)) = &mut self.current else { return Ok(()) };
         it.advance()?;
-        if it.current().is_none() {
+        if !it.has_entry() {
             return self.open_next(None);
         }
         Ok(())
@@ -172,7 +172,7 @@ impl EntrySource for RunIter {
         if target.row[..] <= *self.last_row_of(*file) {
             if let Some((_, it)) = &mut self.current {
                 it.seek(target)?;
-                if it.current().is_none() {
+                if !it.has_entry() {
                     return self.open_next(None);
                 }
             }

@@ -97,6 +97,13 @@ impl SstIter {
         Some(self.block.as_ref()?.at(self.at.as_ref()?, &self.rows[self.row_buffer]))
     }
 
+    /// Whether an entry is under the iterator: [`SstIter::current`] is
+    /// `Some`, asked without building the entry.
+    #[inline]
+    pub fn has_entry(&self) -> bool {
+        self.block.is_some() && self.at.is_some()
+    }
+
     /// Locates the entry under the iterator once it has moved, and copies
     /// out its row's key if the block does not hold it whole and it is a
     /// new row.

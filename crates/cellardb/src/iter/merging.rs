@@ -20,7 +20,7 @@ struct Ranked<S: ?Sized> {
 }
 
 /// The merge of many sources: of any kind (reads merge memtables and
-/// SSTables), or of one kind that the merge's owner reaches into
+/// runs of SSTables, `read::sources`), or of one kind that the merge's owner reaches into
 /// (compaction, which copies whole blocks of the leading SSTable).
 pub struct MergingIter<S: EntrySource + ?Sized = dyn EntrySource> {
     sources: Vec<Ranked<S>>,
@@ -29,8 +29,8 @@ pub struct MergingIter<S: EntrySource + ?Sized = dyn EntrySource> {
     /// children comes first), kept while the heap below the leader does not
     /// change: a leader that stays ahead of it costs one comparison an
     /// entry, not three (each child with the leader, and the children with
-    /// each other for `runner_up`), which matters when a run of many files
-    /// is merged.
+    /// each other for `runner_up`), which matters when a compaction merges
+    /// a level's files with the file that overlaps them.
     runner: Option<usize>,
     reverse: bool,
 }
@@ -85,9 +85,10 @@ impl<S: EntrySource + ?Sized> MergingIter<S> {
     /// Moves every source of family rank `rank` forward to `target` (see
     /// [`EntrySource::seek`]), then restores the heap. Forward merges only.
     ///
-    /// A merge of many files of one run (a compacted level) seeks once a
-    /// row on some reads, and all but the leading file are already past
-    /// the target: the heap is restored only where a source moved.
+    /// A merge of many files that share rows (level 0, time windows)
+    /// seeks once a row on some reads, and all but the leading file may
+    /// already be past the target: the heap is restored only where a
+    /// source moved.
     pub fn seek_rank(&mut self, rank: u16, target: &crate::key::InternalKey) -> Result<()> {
         let mut moved = 0;
         let mut last_moved = 0;

@@ -1,5 +1,6 @@
 //! Internal iterators: the one trait every source of entries implements
-//! (memtables in `memtable/iter.rs`, SSTables in `sst/iter.rs`), and
+//! (memtables in `memtable/iter.rs`, SSTables in `sst/iter.rs`, a level's
+//! files read one after another in `read/run.rs`), and
 //! [`MergingIter`], which merges sources into one ordered stream. Reads and
 //! compaction take a merge a row at a time (`read::RowGather`).
 

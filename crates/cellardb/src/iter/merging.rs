@@ -115,15 +115,16 @@ impl<S: EntrySource + ?Sized> MergingIter<S> {
         Ok(())
     }
 
-    /// Lets `f` move each source (with its index in the order added) on,
-    /// as [`EntrySource::restart`] does, then rebuilds the heap: a read of
-    /// many keys moves one merge from key to key. Forward merges only.
+    /// Lets `f` move each source on to new bounds, none of whose keys lies
+    /// before where it stands, then rebuilds the heap: a read of many keys
+    /// moves one merge from key to key (`read::sources`). Forward merges
+    /// only.
     ///
     /// # Errors
     /// The first error `f` returns.
-    pub fn restart_each(&mut self, mut f: impl FnMut(usize, &mut S) -> Result<()>) -> Result<()> {
-        for (i, s) in self.sources.iter_mut().enumerate() {
-            f(i, &mut s.source)?;
+    pub fn restart_each(&mut self, mut f: impl FnMut(&mut S) -> Result<()>) -> Result<()> {
+        for s in &mut self.sources {
+            f(&mut s.source)?;
         }
         self.rebuild_heap();
         Ok(())

@@ -122,7 +122,7 @@ impl Sources {
             return Ok(());
         }
         let bounds = key_bounds(span);
-        merge.restart_each(|_, source| match source {
+        merge.restart_each(|source| match source {
             Source::Memtable(mem) => {
                 mem.restart(bounds.clone());
                 Ok(())

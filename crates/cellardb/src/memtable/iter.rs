@@ -61,9 +61,7 @@ impl MemIter {
         }
         self.chunk_size = (self.chunk_size * 4).min(MAX_CHUNK);
     }
-}
 
-impl MemIter {
     /// Moves a forward iterator on to new bounds, none of whose keys lies
     /// before where it stands, and onto its first entry within them: a
     /// read of many keys moves its sources from key to key rather than

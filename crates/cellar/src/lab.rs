@@ -66,9 +66,13 @@ pub struct Args {
     /// Patterns to run, comma-separated (default: all five).
     #[arg(long, value_delimiter = ',', value_parser = parse_pattern)]
     patterns: Vec<SchemaPattern>,
-    /// Runs of each point query in each form (fleet-minute and fleet-scan, which read every balloon, run a twentieth as often).
+    /// Runs of each point query in each form (with a spec: each query of one entity).
     #[arg(long, default_value_t = 100)]
     samples: usize,
+    /// Runs of each fleet query in each form (fleet-minute and fleet-scan, which read every balloon;
+    /// with a spec: each query across every entity). Default: a twentieth of --samples, at least 3.
+    #[arg(long)]
+    fleet_samples: Option<usize>,
     /// Seed of the query parameters.
     #[arg(long, default_value_t = 7)]
     seed: u64,
@@ -118,6 +122,17 @@ fn parse_pattern(s: &str) -> Result<SchemaPattern, String> {
     })
 }
 
+/// `--rounds` and `--fleet-samples`, which mean nothing at 0.
+fn check_runs(args: &Args) -> Result<(), Failure> {
+    if args.rounds == 0 {
+        return Err(Failure::Usage("--rounds must be at least 1".into()));
+    }
+    if args.fleet_samples == Some(0) {
+        return Err(Failure::Usage("--fleet-samples must be at least 1".into()));
+    }
+    Ok(())
+}
+
 pub fn run(args: &Args, out: &mut Out) -> Outcome {
     if let Some(path) = &args.spec {
         return run_spec(args, path, out);
@@ -133,9 +148,7 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
     if args.balloons == 0 || args.days == 0 || args.balloons > 9000 {
         return Err(Failure::Usage("--balloons must be 1 to 9000 and --days at least 1".into()));
     }
-    if args.rounds == 0 {
-        return Err(Failure::Usage("--rounds must be at least 1".into()));
-    }
+    check_runs(args)?;
     let patterns = if args.patterns.is_empty() { SchemaPattern::ALL.to_vec() } else { args.patterns.clone() };
     let dir = args.dir.clone().unwrap_or_else(|| args.out.join("db"));
     let options = engine_options(args)?;
@@ -147,6 +160,7 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
         options,
         dir: dir.clone(),
         samples: args.samples,
+        fleet_samples: args.fleet_samples,
         seed: args.seed,
         rounds: args.rounds,
     };
@@ -194,9 +208,7 @@ fn read_spec(args: &Args, path: &std::path::Path) -> Result<Spec, Failure> {
     if !args.patterns.is_empty() {
         return Err(Failure::Usage("--patterns is for the balloon lab; a spec names its own designs".into()));
     }
-    if args.rounds == 0 {
-        return Err(Failure::Usage("--rounds must be at least 1".into()));
-    }
+    check_runs(args)?;
     if args.entities == Some(0) {
         return Err(Failure::Usage("--entities must be at least 1".into()));
     }
@@ -247,6 +259,7 @@ fn run_spec(args: &Args, path: &std::path::Path, out: &mut Out) -> Outcome {
         options,
         dir: dir.clone(),
         samples: args.samples,
+        fleet_samples: args.fleet_samples,
         seed: args.seed,
         rounds: args.rounds,
         keep: args.keep,

@@ -15,6 +15,8 @@ fn cellar_lab_writes_the_report_files() {
             "1",
             "--samples",
             "2",
+            "--fleet-samples",
+            "4",
             "--patterns",
             "bucket-new-cell,bucket-serialized",
             "--rounds",
@@ -34,6 +36,8 @@ fn cellar_lab_writes_the_report_files() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines[0].split(',').collect::<Vec<_>>(), cellardb_lab::report::csv_columns());
     assert_eq!(lines.len(), 5, "a header and a line per round and pattern: {csv}");
+    let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+    assert!(md.contains("2 runs per point query and form, 4 per fleet query and form"), "{md}");
     for file in ["report.md", "bytes_per_measurement.svg", "ingest.svg", "query_latency.svg"] {
         assert!(report.join(file).exists(), "{file}");
     }
@@ -42,6 +46,9 @@ fn cellar_lab_writes_the_report_files() {
     let no_rounds = Command::new(env!("CARGO_BIN_EXE_cellar")).args(["lab", "--rounds", "0"]).output().unwrap();
     assert_eq!(no_rounds.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&no_rounds.stderr).contains("--rounds"));
+    let no_fleet = Command::new(env!("CARGO_BIN_EXE_cellar")).args(["lab", "--fleet-samples", "0"]).output().unwrap();
+    assert_eq!(no_fleet.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&no_fleet.stderr).contains("--fleet-samples"));
     let no_entries = Command::new(env!("CARGO_BIN_EXE_cellar")).args(["lab", "--block-entries", "0"]).output().unwrap();
     assert_eq!(no_entries.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&no_entries.stderr).contains("--block-entries"));

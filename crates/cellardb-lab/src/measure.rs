@@ -15,6 +15,7 @@ use crate::design::{RowWriter, logical_size};
 use crate::generator::{Arrivals, instants_count};
 use crate::memory::Watch;
 use crate::plan::{self, Cell, Copied, Form, Params, Plan};
+use crate::run::fleet_runs;
 use crate::spec::{Design, QuerySpec, Spec};
 use crate::workload::SplitMix64;
 
@@ -27,9 +28,11 @@ pub struct SpecConfig {
     pub options: Options,
     /// Where each design's database is made (a subdirectory each).
     pub dir: PathBuf,
-    /// Runs of each query of one entity in each form; queries across
-    /// every entity run a twentieth as often (at least 3).
+    /// Runs of each query of one entity in each form.
     pub samples: usize,
+    /// Runs of each query across every entity in each form (`None`: a
+    /// twentieth of `samples`, at least 3).
+    pub fleet_samples: Option<usize>,
     /// Seed of the query parameters.
     pub seed: u64,
     /// Rounds: each loads every design afresh and measures it again.
@@ -301,7 +304,11 @@ fn measure(
     report.write_amplification = store.bytes_written()?.map(|w| w as f64 / report.logical_bytes.max(1) as f64);
     for q in &spec.queries {
         for &form in Form::of(&q.kind) {
-            let runs = if q.kind.is_cross_entity() { (config.samples / 20).max(3) } else { config.samples.max(1) };
+            let runs = if q.kind.is_cross_entity() {
+                fleet_runs(config.samples, config.fleet_samples)
+            } else {
+                config.samples.max(1)
+            };
             // Every design draws the same parameters, run for run.
             let mut random = SplitMix64(config.seed ^ hash_name(&q.name) ^ form as u64);
             let figures = time_query(spec, design, store, q, form, runs, &mut random, &mut |done| {

@@ -105,9 +105,9 @@ pub(crate) fn compression_text(o: &cellardb::Options) -> String {
 /// run at rank ⌈runs × 99 / 100⌉, so over fewer than 100 runs (the fleet
 /// queries' and the full scan's, at the usual `--samples`) it is the
 /// slowest run, and the report says so.
-fn runs_text(samples: usize) -> String {
-    let [point, fleet, scan] =
-        [QueryKind::BalloonWeek, QueryKind::FleetMinute, QueryKind::FullScan].map(|k| runs_of(k, samples));
+fn runs_text(samples: usize, fleet_samples: Option<usize>) -> String {
+    let [point, fleet, scan] = [QueryKind::BalloonWeek, QueryKind::FleetMinute, QueryKind::FullScan]
+        .map(|k| runs_of(k, samples, fleet_samples));
     let slowest =
         if scan.min(fleet).min(point) < 100 { "; over fewer than 100 runs a p99 is the slowest run" } else { "" };
     format!(
@@ -243,7 +243,7 @@ pub fn markdown(reports: &[PatternReport], config: &LabConfig, machine: &Machine
         o.get_block_entries().map(|n| format!(" (at most {n} entries)")).unwrap_or_default(),
         compression_text(o),
         o.get_block_cache_size() >> 20,
-        runs_text(config.samples)
+        runs_text(config.samples, config.fleet_samples)
     );
     let _ = writeln!(out, "{}", machine.markdown());
     let _ = writeln!(out, "## Storage and ingest\n");
@@ -487,13 +487,19 @@ mod tests {
 
     #[test]
     fn the_settings_say_how_often_each_query_ran_and_what_a_p99_of_few_runs_is() {
-        let text = runs_text(200);
+        let text = runs_text(200, None);
         assert!(
             text.starts_with("200 runs per point query and form, 10 per fleet query and form and 3 of the full scan"),
             "{text}"
         );
         assert!(text.contains("a p99 is the slowest run"), "{text}");
-        assert!(!runs_text(10_000).contains("slowest"), "every query ran at least 100 times");
+        assert!(!runs_text(10_000, None).contains("slowest"), "every query ran at least 100 times");
+        let apart = runs_text(1000, Some(10));
+        assert!(
+            apart.starts_with("1000 runs per point query and form, 10 per fleet query and form and 10 of"),
+            "{apart}"
+        );
+        assert!(apart.contains("a p99 is the slowest run"), "{apart}");
     }
 
     #[test]

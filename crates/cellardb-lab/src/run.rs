@@ -18,9 +18,13 @@ pub struct LabConfig {
     /// removed afterwards).
     pub dir: PathBuf,
     /// Runs of each point query (`balloon-week`, `metric-hour`, `latest`)
-    /// in each form; the fleet queries, which read every balloon, run a
-    /// twentieth as often (at least 3).
+    /// in each form; the full scan runs a hundredth as often (at least 3).
     pub samples: usize,
+    /// Runs of each fleet query, which reads every balloon, in each form
+    /// (`None`: a twentieth of `samples`, at least 3). Set apart so that
+    /// point queries can run often enough for a steady p99 where a fleet
+    /// query's natural form is a scan of the whole table.
+    pub fleet_samples: Option<usize>,
     /// Seed of the query parameters.
     pub seed: u64,
     /// Rounds: each loads every pattern afresh in every engine and measures
@@ -373,7 +377,7 @@ fn time_queries(
     let w = config.workload;
     let forms = QueryKind::ALL.into_iter().flat_map(|kind| kind.forms().iter().map(move |&form| (kind, form)));
     for (i, (kind, form)) in forms.enumerate() {
-        let runs = runs_of(kind, config.samples);
+        let runs = runs_of(kind, config.samples, config.fleet_samples);
         for e in turn_order(loaded.len(), i) {
             progress(Progress { pattern, stage: kind.name(), done: 0, total: runs as u64 });
             let this = &mut loaded[e];
@@ -411,15 +415,22 @@ fn load_order<T: Clone>(engines: &[T], round: usize) -> Vec<T> {
     order
 }
 
-/// How many times each form of `kind` runs for `samples`: the fleet
-/// queries, which read every balloon, a twentieth as often (at least 3),
-/// and the full scan, which reads every cell, a hundredth as often.
-pub(crate) fn runs_of(kind: QueryKind, samples: usize) -> usize {
+/// How many times each form of `kind` runs for `samples` and
+/// `fleet_samples` ([`LabConfig`]): the full scan, which reads every cell,
+/// a hundredth as often as a point query (at least 3); the fleet queries
+/// as [`fleet_runs`] says.
+pub(crate) fn runs_of(kind: QueryKind, samples: usize, fleet_samples: Option<usize>) -> usize {
     match kind {
         QueryKind::FullScan => (samples / 100).max(3),
-        _ if kind.is_fleet() => (samples / 20).max(3),
+        _ if kind.is_fleet() => fleet_runs(samples, fleet_samples),
         _ => samples.max(1),
     }
+}
+
+/// Runs of each form of a query that reads every entity: `fleet_samples`
+/// if given (at least 1), else a twentieth of `samples` (at least 3).
+pub(crate) fn fleet_runs(samples: usize, fleet_samples: Option<usize>) -> usize {
+    fleet_samples.map_or((samples / 20).max(3), |n| n.max(1))
 }
 
 /// Logical bytes of one event's rows, as `workload.md` defines them: per
@@ -687,6 +698,7 @@ mod tests {
             options: Options::default(),
             dir: dir.path().to_path_buf(),
             samples: 4,
+            fleet_samples: None,
             seed: 3,
             rounds: 1,
         };
@@ -711,7 +723,7 @@ mod tests {
         let runs: usize = QueryKind::ALL
             .iter()
             .map(|&k| {
-                let timed = runs_of(k, config.samples);
+                let timed = runs_of(k, config.samples, config.fleet_samples);
                 k.forms().len() * (timed + warm_up_runs(timed))
             })
             .sum();

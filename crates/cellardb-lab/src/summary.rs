@@ -15,6 +15,7 @@ use crate::machine::Machine;
 use crate::measure::{DesignReport, QueryFigures, SpecConfig};
 use crate::plan::Form;
 use crate::report::Spread;
+use crate::run::fleet_runs;
 use crate::spec::time::{show_duration, show_instant};
 use crate::spec::{Cells, QuerySpec, Spec};
 
@@ -363,7 +364,7 @@ fn what_was_measured(spec: &Spec, reports: &[DesignReport], config: &SpecConfig)
                  the rounds, the smallest and largest in brackets where they differ; a ratio between designs is taken \
                  round by round.",
                 config.samples,
-                (config.samples / 20).max(3),
+                fleet_runs(config.samples, config.fleet_samples),
                 spec.data.entities.noun
             ),
         ],

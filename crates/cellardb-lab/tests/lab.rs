@@ -113,6 +113,7 @@ fn the_report_runs_at_a_tiny_scale_and_its_csv_is_consistent() {
         options: Options::default(),
         dir: dir.path().to_path_buf(),
         samples: 3,
+        fleet_samples: None,
         seed: 1,
         rounds: 2,
     };

@@ -59,6 +59,7 @@ fn the_lab_runs_rocksdb_and_removes_its_database() {
         options: Options::default(),
         dir: dir.path().to_path_buf(),
         samples: 3,
+        fleet_samples: None,
         seed: 1,
         rounds: 1,
     };

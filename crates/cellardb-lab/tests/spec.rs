@@ -113,6 +113,7 @@ fn answers_exactly(spec: Spec) {
         options: cellardb::Options::default(),
         dir: dir.path().to_path_buf(),
         samples: 20,
+        fleet_samples: None,
         seed: 5,
         rounds: 1,
         keep: false,

@@ -105,15 +105,16 @@ fn the_balloon_designs_write_the_cells_of_the_schema_patterns() {
 }
 
 /// Runs every design and query of `spec` once, small, on cellardb: every
-/// answer is checked against the generator inside the run.
-fn answers_exactly(spec: Spec) {
+/// answer is checked against the generator inside the run, and each query
+/// across every entity runs `fleet_samples` times if given.
+fn answers_exactly(spec: Spec, fleet_samples: Option<usize>) {
     let dir = tempfile::tempdir().unwrap();
     let config = SpecConfig {
         spec,
         options: cellardb::Options::default(),
         dir: dir.path().to_path_buf(),
         samples: 20,
-        fleet_samples: None,
+        fleet_samples,
         seed: 5,
         rounds: 1,
         keep: false,
@@ -125,6 +126,8 @@ fn answers_exactly(spec: Spec) {
         for q in &config.spec.queries {
             let figures = r.query(&q.name, cellardb_lab::plan::Form::Natural).unwrap();
             assert!(figures.values_returned > 0.0, "{} {} returned nothing", r.design, q.name);
+            let runs = if q.kind.is_cross_entity() { fleet_samples.unwrap_or(3) } else { 20 };
+            assert_eq!(figures.runs, runs, "{} {}", r.design, q.name);
         }
         assert!(r.bytes.unwrap() > 0);
     }
@@ -132,12 +135,12 @@ fn answers_exactly(spec: Spec) {
 
 #[test]
 fn every_query_of_the_balloon_spec_is_answered_exactly() {
-    answers_exactly(Spec::balloons().resized(Some(3), Some(8 * 86_400_000_000)));
+    answers_exactly(Spec::balloons().resized(Some(3), Some(8 * 86_400_000_000)), None);
 }
 
 #[test]
 fn every_query_of_the_server_metrics_spec_is_answered_exactly() {
-    answers_exactly(Spec::parse(SERVER_METRICS, "server-metrics").unwrap().resized(Some(30), None));
+    answers_exactly(Spec::parse(SERVER_METRICS, "server-metrics").unwrap().resized(Some(30), None), Some(2));
 }
 
 /// The balloon spec with `from` replaced by `to` (once), the error it

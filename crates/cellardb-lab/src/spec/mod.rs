@@ -314,7 +314,8 @@ impl QueryShape {
         }
     }
 
-    /// Whether the query reads every entity (and so runs a twentieth as often).
+    /// Whether the query reads every entity (and so runs a twentieth as
+    /// often, or `SpecConfig::fleet_samples` times).
     pub fn is_cross_entity(&self) -> bool {
         matches!(self, QueryShape::Slice { .. } | QueryShape::Scan)
     }

@@ -90,6 +90,11 @@ pub struct Args {
     #[cfg(feature = "rocksdb")]
     #[arg(long)]
     rocksdb: bool,
+    /// Not for users: serve one engine's database of one pattern for a
+    /// parent `cellar lab` run with the same arguments (each engine's
+    /// database runs in a process of its own; `lab::worker`).
+    #[arg(long, hide = true, value_name = "ENGINE:PATTERN", value_parser = parse_worker)]
+    worker: Option<(Engine, SchemaPattern)>,
 }
 
 fn parse_duration(s: &str) -> Result<i64, String> {
@@ -113,6 +118,12 @@ fn parse_compression(s: &str) -> Result<Compression, String> {
         }
         _ => Err("expected none, zstd or zstd:LEVEL".into()),
     }
+}
+
+fn parse_worker(s: &str) -> Result<(Engine, SchemaPattern), String> {
+    let (engine, pattern) = s.split_once(':').ok_or("expected ENGINE:PATTERN")?;
+    let engine = Engine::from_name(engine).ok_or_else(|| format!("no engine {engine:?} in this build"))?;
+    Ok((engine, parse_pattern(pattern)?))
 }
 
 fn parse_pattern(s: &str) -> Result<SchemaPattern, String> {
@@ -164,6 +175,10 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
         seed: args.seed,
         rounds: args.rounds,
     };
+    if let Some((engine, pattern)) = args.worker {
+        let (requests, replies) = (std::io::stdin().lock(), std::io::stdout().lock());
+        return Ok(lab::worker::serve(&config, engine, pattern, requests, replies)?);
+    }
     let machine = lab::machine::describe(&dir);
     let bars = Bars::new();
     let mut progress = |p: Progress<'_>| bars.show(&format!("{} {}", p.pattern.name(), p.stage), p.done, p.total);
@@ -173,7 +188,16 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
     if args.rocksdb {
         engines.push(Engine::Rocksdb);
     }
-    let reports = lab::run_rounds(&config, &patterns, &engines, &mut progress)?;
+    // Each engine's database in a process of its own: this program again,
+    // with these arguments and the engine and pattern to serve.
+    let program = std::env::current_exe().map_err(|e| Failure::Other(format!("cannot find this program: {e}")))?;
+    let arguments: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let worker = |engine: Engine, pattern: SchemaPattern| {
+        let mut command = std::process::Command::new(&program);
+        command.args(&arguments).arg("--worker").arg(format!("{}:{}", engine.name(), pattern.name()));
+        command
+    };
+    let reports = lab::run_rounds(&config, &patterns, &engines, lab::Processes::Workers(&worker), &mut progress)?;
     bars.finish();
     let _ = std::fs::remove_dir(&dir);
     write_report(&args.out, &reports, &config, &machine)?;

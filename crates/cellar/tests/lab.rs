@@ -52,6 +52,16 @@ fn cellar_lab_writes_the_report_files() {
     let no_entries = Command::new(env!("CARGO_BIN_EXE_cellar")).args(["lab", "--block-entries", "0"]).output().unwrap();
     assert_eq!(no_entries.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&no_entries.stderr).contains("--block-entries"));
+    // The run above kept each engine's database in a worker process (this
+    // program again, `--worker ENGINE:PATTERN`), each of which removed its
+    // database as it ended.
+    assert!(!out.path().join("databases").exists());
+    let no_engine = Command::new(env!("CARGO_BIN_EXE_cellar"))
+        .args(["lab", "--worker", "nosuch:bucket-new-cell"])
+        .output()
+        .unwrap();
+    assert_eq!(no_engine.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&no_engine.stderr).contains("no engine \"nosuch\""));
 }
 
 /// `cellar lab --spec`: the report's HTML page renders in headless Chromium

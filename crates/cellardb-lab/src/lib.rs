@@ -29,7 +29,8 @@
 //! - [`queries`]: its five queries, planned per pattern in the form a user
 //!   writes first and in the tuned form, and checked against the generator.
 //! - [`run_pattern`], [`run_rounds`]: load, flush, compact and query each
-//!   pattern in each engine, interleaved.
+//!   pattern in each engine, interleaved, each engine's database in a
+//!   process of its own if asked ([`worker`]).
 //! - [`report`]: its report, as markdown, CSV and SVG charts ([`chart`]),
 //!   with the machine it ran on ([`machine`]).
 //! - `baseline` (feature `rocksdb`): RocksDB holding the same cells under
@@ -54,7 +55,8 @@ pub mod report;
 mod run;
 pub mod spec;
 pub mod summary;
+pub mod worker;
 pub mod workload;
 
 pub use queries::{Answer, CellCollector, CellRef, Form, Measurement, Plan, Query, QueryKind};
-pub use run::{Engine, LabConfig, PatternReport, Progress, QueryReport, run_pattern, run_rounds};
+pub use run::{Engine, LabConfig, PatternReport, Processes, Progress, QueryReport, run_pattern, run_rounds};

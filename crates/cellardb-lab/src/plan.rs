@@ -38,7 +38,7 @@ use crate::spec::time::{self, bucket_start};
 use crate::spec::{Cells, Data, Design, EntityField, QueryShape, QuerySpec, Spec};
 
 /// How a query is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum Form {
     /// What a Bigtable user writes first.
     Natural,

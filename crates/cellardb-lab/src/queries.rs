@@ -28,7 +28,7 @@ const MINUTE_MICROS: i64 = 60_000_000;
 const MINUTES_PER_WEEK: u32 = 7 * 1440;
 
 /// Which query, without its parameters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum QueryKind {
     /// Every measurement of one balloon over one ISO week.
     BalloonWeek,

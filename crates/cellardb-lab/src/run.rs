@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::queries::{CellCollector, CellRef, Form, Plan, QueryKind, read_cellardb};
+use crate::worker::Worker;
 use crate::workload::{SchemaPattern, SplitMix64, Workload};
 use cellardb::{Db, Error, GcRule, Mutation, Options, Result, Table};
 
@@ -46,7 +47,7 @@ pub struct Progress<'a> {
 }
 
 /// One query's figures.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct QueryReport {
     /// Which query.
     pub kind: QueryKind,
@@ -65,11 +66,13 @@ pub struct QueryReport {
 }
 
 /// Everything `workload.md` asks a report to state for one pattern.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PatternReport {
     /// The pattern.
     pub pattern: SchemaPattern,
-    /// The engine measured (`cellardb`, or `rocksdb` for the baseline).
+    /// The engine measured (`cellardb`, or `rocksdb` for the baseline);
+    /// not serialized (a worker's parent knows which engine it ran).
+    #[serde(skip)]
     pub engine: &'static str,
     /// The round, from 0.
     pub round: usize,
@@ -240,7 +243,7 @@ pub(crate) fn measure(
     engine: Box<dyn LabEngine>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<PatternReport> {
-    let mut loaded = [Loaded::new(name, dir, engine, config, pattern)];
+    let mut loaded = [Entrant::Here(Loaded::new(name, dir, engine, config, pattern))];
     let measured =
         loaded[0].load(config, pattern, progress).and_then(|()| time_queries(config, pattern, &mut loaded, progress));
     let [loaded] = loaded;
@@ -250,7 +253,7 @@ pub(crate) fn measure(
 
 /// An engine's database while a round measures it: loaded, then queried
 /// (by itself or in turns with the other engines), then closed.
-struct Loaded {
+pub(crate) struct Loaded {
     engine: Box<dyn LabEngine>,
     dir: PathBuf,
     report: PatternReport,
@@ -285,9 +288,29 @@ impl Loaded {
         Loaded { engine, dir, report, random: SplitMix64(config.seed) }
     }
 
+    /// A fresh database of `engine` for `pattern` under `config.dir`.
+    pub(crate) fn open(config: &LabConfig, engine: Engine, pattern: SchemaPattern) -> Result<Loaded> {
+        let (name, dir, engine) = match engine {
+            Engine::Cellardb => open_cellardb(config, pattern)?,
+            #[cfg(feature = "rocksdb")]
+            Engine::Rocksdb => crate::baseline::open(config, pattern)?,
+        };
+        Ok(Loaded::new(name, dir, engine, config, pattern))
+    }
+
+    /// Times query `kind` in `form` ([`time_query`]), its parameters the
+    /// next ones of this database's sequence, and adds the figures to the
+    /// report.
+    pub(crate) fn time(&mut self, config: &LabConfig, pattern: SchemaPattern, query: (QueryKind, Form)) -> Result<()> {
+        let runs = runs_of(query.0, config.samples, config.fleet_samples);
+        let figures = time_query(pattern, &config.workload, &*self.engine, query, runs, &mut self.random)?;
+        self.report.queries.push(figures);
+        Ok(())
+    }
+
     /// Closes the engine, measures what it left on disk, and removes its
     /// database: the report, if every step went well.
-    fn finish(self) -> Result<PatternReport> {
+    pub(crate) fn finish(self) -> Result<PatternReport> {
         let Loaded { engine, dir, mut report, .. } = self;
         let bytes =
             engine.close().and_then(|()| allocated_bytes(&dir, |name| !has_extension(name, "log") && name != "LOCK"));
@@ -299,7 +322,7 @@ impl Loaded {
 
     /// Ingests the workload in `pattern`, flushes and fully compacts it,
     /// recording what that took.
-    fn load(
+    pub(crate) fn load(
         &mut self,
         config: &LabConfig,
         pattern: SchemaPattern,
@@ -371,20 +394,17 @@ const INGEST_BATCH: usize = 4096;
 fn time_queries(
     config: &LabConfig,
     pattern: SchemaPattern,
-    loaded: &mut [Loaded],
+    loaded: &mut [Entrant],
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<()> {
-    let w = config.workload;
     let forms = QueryKind::ALL.into_iter().flat_map(|kind| kind.forms().iter().map(move |&form| (kind, form)));
     for (i, (kind, form)) in forms.enumerate() {
         let runs = runs_of(kind, config.samples, config.fleet_samples);
         for e in turn_order(loaded.len(), i) {
             progress(Progress { pattern, stage: kind.name(), done: 0, total: runs as u64 });
-            let this = &mut loaded[e];
             // Each form draws its own parameters: with the same ones, the
             // form measured second would find the first one's blocks cached.
-            let figures = time_query(pattern, &w, &*this.engine, (kind, form), runs, &mut this.random)?;
-            this.report.queries.push(figures);
+            loaded[e].time(config, pattern, (kind, form), progress)?;
         }
     }
     Ok(())
@@ -578,12 +598,48 @@ pub enum Engine {
     Rocksdb,
 }
 
+impl Engine {
+    /// The engine's name, as reports give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Cellardb => "cellardb",
+            #[cfg(feature = "rocksdb")]
+            Engine::Rocksdb => "rocksdb",
+        }
+    }
+
+    /// The engine called `name`, if this build measures it.
+    pub fn from_name(name: &str) -> Option<Engine> {
+        match name {
+            "cellardb" => Some(Engine::Cellardb),
+            #[cfg(feature = "rocksdb")]
+            "rocksdb" => Some(Engine::Rocksdb),
+            _ => None,
+        }
+    }
+}
+
+/// Where a round's engines run ([`run_rounds`]).
+#[derive(Clone, Copy)]
+pub enum Processes<'a> {
+    /// All in this process.
+    This,
+    /// Each engine's database, in each round and pattern, in a worker
+    /// process of its own, started by the command this makes for the
+    /// engine and pattern: a program that calls [`crate::worker::serve`]
+    /// with the same [`LabConfig`] (`cellar lab` runs itself again).
+    /// Engines sharing a process share its heap and threads, and an engine
+    /// loaded second was seen to carry tails it does not show alone.
+    Workers(&'a dyn Fn(Engine, SchemaPattern) -> std::process::Command),
+}
+
 /// `config.rounds` rounds of every pattern of `patterns` on every engine of
-/// `engines`. Within a round each pattern is loaded into each engine in
-/// turn, the engines' order reversed from one round to the next, and then
-/// queried on all of them, query by query in alternating order
-/// (`time_queries`), so that a machine slowing down, warming up or
-/// stalling for a while weighs on both alike.
+/// `engines`, each engine's database where `processes` says. Within a
+/// round each pattern is loaded into each engine in turn, the engines'
+/// order reversed from one round to the next, and then queried on all of
+/// them, query by query in alternating order (`time_queries`), so that a
+/// machine slowing down, warming up or stalling for a while weighs on both
+/// alike.
 ///
 /// # Errors
 /// The first error of a run.
@@ -591,6 +647,7 @@ pub fn run_rounds(
     config: &LabConfig,
     patterns: &[SchemaPattern],
     engines: &[Engine],
+    processes: Processes<'_>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Vec<PatternReport>> {
     let mut reports = Vec::new();
@@ -598,9 +655,9 @@ pub fn run_rounds(
         for &pattern in patterns {
             let order = load_order(engines, round);
             let mut loaded = Vec::new();
-            let measured = measure_round(config, pattern, &order, &mut loaded, progress);
+            let measured = measure_round(config, pattern, (&order, processes), &mut loaded, progress);
             // Every database opened is closed and removed, whatever failed.
-            let finished: Vec<Result<PatternReport>> = loaded.into_iter().map(Loaded::finish).collect();
+            let finished: Vec<Result<PatternReport>> = loaded.into_iter().map(Entrant::finish).collect();
             measured?;
             for report in finished {
                 let mut report = report?;
@@ -618,22 +675,61 @@ pub fn run_rounds(
 fn measure_round(
     config: &LabConfig,
     pattern: SchemaPattern,
-    engines: &[Engine],
-    loaded: &mut Vec<Loaded>,
+    (engines, processes): (&[Engine], Processes<'_>),
+    loaded: &mut Vec<Entrant>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<()> {
-    for engine in engines {
-        let (name, dir, engine) = match engine {
-            Engine::Cellardb => open_cellardb(config, pattern)?,
-            #[cfg(feature = "rocksdb")]
-            Engine::Rocksdb => crate::baseline::open(config, pattern)?,
+    for &engine in engines {
+        let mut this = match processes {
+            Processes::This => Entrant::Here(Loaded::open(config, engine, pattern)?),
+            Processes::Workers(command) => Entrant::Apart(Worker::start(command(engine, pattern), engine, pattern)?),
         };
-        let mut this = Loaded::new(name, dir, engine, config, pattern);
         let result = this.load(config, pattern, progress);
         loaded.push(this);
         result?;
     }
     time_queries(config, pattern, loaded, progress)
+}
+
+/// An engine's database in a round: in this process, or in a worker
+/// process of its own.
+enum Entrant {
+    Here(Loaded),
+    Apart(Worker),
+}
+
+impl Entrant {
+    fn load(
+        &mut self,
+        config: &LabConfig,
+        pattern: SchemaPattern,
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<()> {
+        match self {
+            Entrant::Here(loaded) => loaded.load(config, pattern, progress),
+            Entrant::Apart(worker) => worker.load(progress),
+        }
+    }
+
+    fn time(
+        &mut self,
+        config: &LabConfig,
+        pattern: SchemaPattern,
+        query: (QueryKind, Form),
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<()> {
+        match self {
+            Entrant::Here(loaded) => loaded.time(config, pattern, query),
+            Entrant::Apart(worker) => worker.time(query, progress),
+        }
+    }
+
+    fn finish(self) -> Result<PatternReport> {
+        match self {
+            Entrant::Here(loaded) => loaded.finish(),
+            Entrant::Apart(worker) => worker.finish(),
+        }
+    }
 }
 
 /// Bytes allocated on disk to the files of `dir` whose names pass `keep`.
@@ -703,12 +799,11 @@ mod tests {
             rounds: 1,
         };
         let pattern = SchemaPattern::BucketNewCell;
-        let mut loaded: Vec<Loaded> = ["a", "b"]
+        let mut loaded: Vec<Entrant> = ["a", "b"]
             .into_iter()
             .map(|name| {
-                let (engine_name, engine_dir, engine) =
-                    open_cellardb(&LabConfig { dir: dir.path().join(name), ..config.clone() }, pattern).unwrap();
-                Loaded::new(engine_name, engine_dir, engine, &config, pattern)
+                let config = LabConfig { dir: dir.path().join(name), ..config.clone() };
+                Entrant::Here(Loaded::open(&config, Engine::Cellardb, pattern).unwrap())
             })
             .collect();
         for this in &mut loaded {
@@ -731,8 +826,10 @@ mod tests {
         (0..2 * runs).for_each(|_| {
             fresh.next_u64();
         });
-        assert_eq!((loaded[0].random.0, loaded[1].random.0), (fresh.0, fresh.0));
-        let [a, b] = <[Loaded; 2]>::try_from(loaded).ok().unwrap();
+        let [Entrant::Here(a), Entrant::Here(b)] = <[Entrant; 2]>::try_from(loaded).ok().unwrap() else {
+            unreachable!("both engines are in this process")
+        };
+        assert_eq!((a.random.0, b.random.0), (fresh.0, fresh.0));
         let (a, b) = (a.finish().unwrap(), b.finish().unwrap());
         let forms = QueryKind::ALL.iter().map(|k| k.forms().len()).sum::<usize>();
         assert_eq!(a.queries.len(), 2 * forms);

@@ -309,7 +309,7 @@ fn iso_week(z: i64) -> u32 {
 }
 
 /// One of the time-series schema patterns of `workload.md`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum SchemaPattern {
     /// A row per balloon, metric and week; a column per distinct value.
     BucketNewColumn,

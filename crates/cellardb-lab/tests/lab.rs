@@ -118,10 +118,11 @@ fn the_report_runs_at_a_tiny_scale_and_its_csv_is_consistent() {
         rounds: 2,
     };
     let mut stages = Vec::new();
-    let reports = lab::run_rounds(&config, &SchemaPattern::ALL, &[lab::Engine::Cellardb], &mut |s| {
-        stages.push(s.stage.to_owned());
-    })
-    .unwrap();
+    let reports =
+        lab::run_rounds(&config, &SchemaPattern::ALL, &[lab::Engine::Cellardb], lab::Processes::This, &mut |s| {
+            stages.push(s.stage.to_owned());
+        })
+        .unwrap();
     assert!(stages.iter().any(|s| s == "ingest") && stages.iter().any(|s| s == "fleet-scan"));
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "the databases are removed");
 

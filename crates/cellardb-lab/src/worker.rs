@@ -1,0 +1,336 @@
+//! An engine's database in a process of its own, for one pattern of one
+//! round of the balloon lab.
+//!
+//! Engines that share a process share its heap, its allocator and its
+//! threads, and the lab's runs showed what that can cost: an engine loaded
+//! second in a round carried p99 tails in its first queries that it did
+//! not show loaded first, nor loaded alone (`docs/results-log.md`). So
+//! `cellar lab` starts a worker process for each engine's database
+//! ([`crate::Processes::Workers`]) while the parent keeps the round's
+//! order: which engine loads first, which runs each query form first. The
+//! worker loads and times; the parent waits on a pipe meanwhile, so every
+//! figure is the worker's own.
+//!
+//! The conversation is JSON, one message a line. The parent writes a
+//! [`Request`] to the worker's standard input; the worker answers on its
+//! standard output with any number of [`Reply::Progress`] lines and then
+//! one final reply. Given the same [`LabConfig`] as its parent, a worker
+//! draws the same query parameters as an engine in the parent's process
+//! would. When the parent asks it to finish, or hangs up, the worker closes
+//! and removes its database.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+
+use serde::{Deserialize, Serialize};
+
+use crate::queries::{Form, QueryKind};
+use crate::run::{Engine, LabConfig, Loaded, PatternReport, Progress};
+use crate::workload::SchemaPattern;
+use cellardb::{Error, Result};
+
+/// What a parent asks of its worker.
+#[derive(Debug, Serialize, Deserialize)]
+enum Request {
+    /// Ingest the workload, flush and compact.
+    Load,
+    /// Time a query in a form, with the next parameters of the sequence.
+    Time(QueryKind, Form),
+    /// Close and remove the database, and send the report.
+    Finish,
+}
+
+/// A worker's answer to a request.
+#[derive(Debug, Serialize, Deserialize)]
+enum Reply {
+    /// Where the request's work is; more lines follow.
+    Progress {
+        /// As [`Progress::stage`].
+        stage: String,
+        /// As [`Progress::done`].
+        done: u64,
+        /// As [`Progress::total`].
+        total: u64,
+    },
+    /// The request was carried out.
+    Done,
+    /// The database's report, once closed and removed (to `Finish`).
+    Report(PatternReport),
+    /// The request failed: the error's message.
+    Failed(String),
+}
+
+/// Serves a parent's requests for `engine`'s database of `pattern`, made
+/// under `config.dir`: reads them from `requests` and answers on
+/// `replies`, until the parent asks to finish or hangs up. The database is
+/// closed and removed whatever happened.
+///
+/// # Errors
+/// A request that does not parse (`Error::InvalidArgument`); a failure to
+/// read a request or write a reply (`Error::Io`); else the engine's error
+/// that failed the run, once reported to the parent.
+pub fn serve(
+    config: &LabConfig,
+    engine: Engine,
+    pattern: SchemaPattern,
+    requests: impl BufRead,
+    mut replies: impl Write,
+) -> Result<()> {
+    let mut loaded = Loaded::open(config, engine, pattern);
+    let mut hung_up = true;
+    for line in requests.lines() {
+        let line = line.map_err(|e| Error::io("<requests>", e))?;
+        let request: Request = serde_json::from_str(&line)
+            .map_err(|e| Error::InvalidArgument(format!("a lab worker's request {line:?}: {e}")))?;
+        let outcome = match (request, &mut loaded) {
+            (Request::Finish, _) => {
+                hung_up = false;
+                break;
+            }
+            (_, Err(e)) => Err(e.clone()),
+            (Request::Load, Ok(loaded)) => loaded.load(config, pattern, &mut |p| send_progress(&mut replies, p)),
+            (Request::Time(kind, form), Ok(loaded)) => loaded.time(config, pattern, (kind, form)),
+        };
+        send(&mut replies, &outcome.map_or_else(|e| Reply::Failed(e.to_string()), |()| Reply::Done))?;
+    }
+    let report = loaded.and_then(Loaded::finish);
+    if !hung_up {
+        let reply = report.as_ref().map_or_else(|e| Reply::Failed(e.to_string()), |r| Reply::Report(r.clone()));
+        send(&mut replies, &reply)?;
+    }
+    report.map(drop)
+}
+
+/// Sends where a request's work is. A parent gone is found by the next
+/// reply, which must reach it: a progress line may be lost.
+fn send_progress(replies: &mut impl Write, p: Progress<'_>) {
+    let reply = Reply::Progress { stage: p.stage.to_owned(), done: p.done, total: p.total };
+    let _ = send(replies, &reply);
+}
+
+fn send(replies: &mut impl Write, reply: &Reply) -> Result<()> {
+    let mut line = serde_json::to_vec(reply).map_err(|e| Error::io("<replies>", e.into()))?;
+    line.push(b'\n');
+    replies.write_all(&line).and_then(|()| replies.flush()).map_err(|e| Error::io("<replies>", e))
+}
+
+/// A worker holding one engine's database of one pattern, as its parent
+/// sees it: each call sends one request and waits for its answer, passing
+/// the worker's progress on.
+pub(crate) struct Worker {
+    engine: Engine,
+    pattern: SchemaPattern,
+    /// The worker's process; `None` for a worker served in this process.
+    process: Option<Child>,
+    requests: Box<dyn Write>,
+    replies: Box<dyn BufRead>,
+}
+
+impl Worker {
+    /// Starts `command` as the worker of `engine`'s database of `pattern`,
+    /// talking to it over its standard input and output (its standard
+    /// error is this process's).
+    pub(crate) fn start(mut command: Command, engine: Engine, pattern: SchemaPattern) -> Result<Worker> {
+        let program = command.get_program().to_owned();
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| Error::io(&program, e))?;
+        let pipes = child.stdin.take().zip(child.stdout.take());
+        let (requests, replies) = pipes.ok_or_else(|| Error::io(&program, std::io::Error::other("no pipes")))?;
+        Ok(Worker {
+            engine,
+            pattern,
+            process: Some(child),
+            requests: Box::new(requests),
+            replies: Box::new(BufReader::new(replies)),
+        })
+    }
+
+    /// A worker at the other end of `requests` and `replies`, whoever
+    /// serves it.
+    #[cfg(test)]
+    pub(crate) fn over(
+        requests: impl Write + 'static,
+        replies: impl BufRead + 'static,
+        engine: Engine,
+        pattern: SchemaPattern,
+    ) -> Worker {
+        Worker { engine, pattern, process: None, requests: Box::new(requests), replies: Box::new(replies) }
+    }
+
+    /// Loads the workload into the worker's database.
+    pub(crate) fn load(&mut self, progress: &mut dyn FnMut(Progress<'_>)) -> Result<()> {
+        self.ask(&Request::Load, progress).and_then(|reply| self.expect_done(reply))
+    }
+
+    /// Times query `kind` in `form` on the worker's database.
+    pub(crate) fn time(
+        &mut self,
+        (kind, form): (QueryKind, Form),
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<()> {
+        self.ask(&Request::Time(kind, form), progress).and_then(|reply| self.expect_done(reply))
+    }
+
+    /// Has the worker close and remove its database, waits for it to end,
+    /// and returns its report.
+    pub(crate) fn finish(mut self) -> Result<PatternReport> {
+        let reply = self.ask(&Request::Finish, &mut |_| {});
+        drop(self.requests);
+        if let Some(mut process) = self.process.take() {
+            let program = format!("the {} worker of {}", self.engine.name(), self.pattern.name());
+            let status = process.wait().map_err(|e| Error::io(program, e))?;
+            if reply.is_ok() && !status.success() {
+                return Err(failure(self.engine, self.pattern, &format!("it ended with {status}")));
+            }
+        }
+        match reply? {
+            Reply::Report(mut report) => {
+                report.engine = self.engine.name();
+                Ok(report)
+            }
+            other => Err(failure(self.engine, self.pattern, &format!("it answered {other:?} to Finish"))),
+        }
+    }
+
+    fn expect_done(&self, reply: Reply) -> Result<()> {
+        match reply {
+            Reply::Done => Ok(()),
+            other => Err(failure(self.engine, self.pattern, &format!("it answered {other:?}"))),
+        }
+    }
+
+    /// Sends `request` and reads replies up to the final one, handing
+    /// progress to `progress`; a worker's failure is an error here.
+    fn ask(&mut self, request: &Request, progress: &mut dyn FnMut(Progress<'_>)) -> Result<Reply> {
+        let (engine, pattern) = (self.engine, self.pattern);
+        let lost = |what: &str| failure(engine, pattern, what);
+        let mut line = serde_json::to_vec(request).map_err(|e| lost(&e.to_string()))?;
+        line.push(b'\n');
+        self.requests
+            .write_all(&line)
+            .and_then(|()| self.requests.flush())
+            .map_err(|e| lost(&format!("it took no request: {e}")))?;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match self.replies.read_line(&mut line) {
+                Ok(0) => return Err(lost("it ended without answering")),
+                Err(e) => return Err(lost(&format!("its answer did not arrive: {e}"))),
+                Ok(_) => {}
+            }
+            let reply: Reply =
+                serde_json::from_str(&line).map_err(|e| lost(&format!("its answer {line:?} does not parse: {e}")))?;
+            match reply {
+                Reply::Progress { stage, done, total } => progress(Progress { pattern, stage: &stage, done, total }),
+                Reply::Failed(message) => return Err(failure(engine, pattern, &message)),
+                reply => return Ok(reply),
+            }
+        }
+    }
+}
+
+/// A worker's failure, named by its engine and pattern.
+fn failure(engine: Engine, pattern: SchemaPattern, what: &str) -> Error {
+    let program = format!("the {} worker of {}", engine.name(), pattern.name());
+    Error::io(program, std::io::Error::other(what.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::Workload;
+    use cellardb::Options;
+    use std::path::Path;
+    use std::thread::JoinHandle;
+
+    fn config(dir: &Path) -> LabConfig {
+        LabConfig {
+            workload: Workload::new(2, 1),
+            options: Options::default(),
+            dir: dir.to_path_buf(),
+            samples: 4,
+            fleet_samples: None,
+            seed: 3,
+            rounds: 1,
+        }
+    }
+
+    /// A worker served on a thread of this process, over pipes as a
+    /// worker process would be.
+    fn worker_on_thread(config: LabConfig, pattern: SchemaPattern) -> (Worker, JoinHandle<Result<()>>) {
+        let (requests_in, requests_out) = std::io::pipe().unwrap();
+        let (replies_in, replies_out) = std::io::pipe().unwrap();
+        let served = std::thread::spawn(move || {
+            serve(&config, Engine::Cellardb, pattern, BufReader::new(requests_in), replies_out)
+        });
+        (Worker::over(requests_out, BufReader::new(replies_in), Engine::Cellardb, pattern), served)
+    }
+
+    fn forms() -> impl Iterator<Item = (QueryKind, Form)> {
+        QueryKind::ALL.into_iter().flat_map(|kind| kind.forms().iter().map(move |&form| (kind, form)))
+    }
+
+    /// A worker loads, times and reports as an engine in this process does
+    /// with the same configuration: the same figures of what was written
+    /// and read, query by query, its progress passed on, and its database
+    /// removed at the end.
+    #[test]
+    fn a_worker_reports_what_the_same_engine_in_this_process_would() {
+        let dir = tempfile::tempdir().unwrap();
+        let pattern = SchemaPattern::BucketNewCell;
+        let (here, apart) = (config(&dir.path().join("here")), config(&dir.path().join("apart")));
+        let (mut worker, served) = worker_on_thread(apart.clone(), pattern);
+        let mut stages = Vec::new();
+        worker.load(&mut |p| stages.push(p.stage.to_owned())).unwrap();
+        assert!(["ingest", "flush", "compact"].iter().all(|s| stages.iter().any(|t| t == s)), "{stages:?}");
+        let mut local = Loaded::open(&here, Engine::Cellardb, pattern).unwrap();
+        local.load(&here, pattern, &mut |_| {}).unwrap();
+        for query in forms() {
+            worker.time(query, &mut |_| {}).unwrap();
+            local.time(&here, pattern, query).unwrap();
+        }
+        let (a, b) = (worker.finish().unwrap(), local.finish().unwrap());
+        served.join().unwrap().unwrap();
+        assert_eq!(a.engine, "cellardb");
+        assert_eq!(
+            (a.events, a.cells, a.logical_bytes, a.bytes_after_compaction),
+            (b.events, b.cells, b.logical_bytes, b.bytes_after_compaction)
+        );
+        assert!(a.events > 0 && a.ingest > std::time::Duration::ZERO);
+        assert_eq!(a.queries.len(), forms().count());
+        for (qa, qb) in a.queries.iter().zip(&b.queries) {
+            assert_eq!(
+                (qa.kind, qa.form, qa.runs, qa.cells_read, qa.measurements),
+                (qb.kind, qb.form, qb.runs, qb.cells_read, qb.measurements)
+            );
+        }
+        assert!(!apart.dir.join("cellardb-bucket-new-cell").exists());
+    }
+
+    /// A worker that cannot make its database says so, named, to each
+    /// request; a parent that hangs up leaves no database behind.
+    #[test]
+    fn a_worker_reports_its_failure_and_cleans_up_when_its_parent_hangs_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let pattern = SchemaPattern::SingleTsSerialized;
+        let file = dir.path().join("a-file");
+        std::fs::write(&file, b"not a directory").unwrap();
+        let (mut worker, served) = worker_on_thread(config(&file), pattern);
+        let err = worker.load(&mut |_| {}).unwrap_err().to_string();
+        assert!(err.contains("cellardb worker of single-ts-serialized"), "{err}");
+        assert!(worker.finish().is_err());
+        assert!(served.join().unwrap().is_err());
+
+        let apart = config(dir.path());
+        let (mut worker, served) = worker_on_thread(apart, pattern);
+        worker.load(&mut |_| {}).unwrap();
+        assert!(dir.path().join("cellardb-single-ts-serialized").exists());
+        drop(worker);
+        served.join().unwrap().unwrap();
+        assert!(!dir.path().join("cellardb-single-ts-serialized").exists());
+    }
+}

@@ -30,7 +30,7 @@ use crate::workload::SchemaPattern;
 use cellardb::{Error, Result};
 
 /// What a parent asks of its worker.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 enum Request {
     /// Ingest the workload, flush and compact.
     Load,
@@ -77,28 +77,55 @@ pub fn serve(
     mut replies: impl Write,
 ) -> Result<()> {
     let mut loaded = Loaded::open(config, engine, pattern);
-    let mut hung_up = true;
+    let mut finish_asked = false;
+    let mut broken = Ok(());
     for line in requests.lines() {
-        let line = line.map_err(|e| Error::io("<requests>", e))?;
-        let request: Request = serde_json::from_str(&line)
-            .map_err(|e| Error::InvalidArgument(format!("a lab worker's request {line:?}: {e}")))?;
-        let outcome = match (request, &mut loaded) {
-            (Request::Finish, _) => {
-                hung_up = false;
+        let request = match line.map_err(|e| Error::io("<requests>", e)).and_then(|line| parse(&line)) {
+            Ok(Request::Finish) => {
+                finish_asked = true;
                 break;
             }
-            (_, Err(e)) => Err(e.clone()),
-            (Request::Load, Ok(loaded)) => loaded.load(config, pattern, &mut |p| send_progress(&mut replies, p)),
-            (Request::Time(kind, form), Ok(loaded)) => loaded.time(config, pattern, (kind, form)),
+            Ok(request) => request,
+            Err(e) => {
+                broken = Err(e);
+                break;
+            }
         };
-        send(&mut replies, &outcome.map_or_else(|e| Reply::Failed(e.to_string()), |()| Reply::Done))?;
+        let outcome = match &mut loaded {
+            Ok(loaded) => carry_out(config, pattern, loaded, request, &mut replies),
+            Err(e) => Err(e.clone()),
+        };
+        broken = send(&mut replies, &outcome.map_or_else(|e| Reply::Failed(e.to_string()), |()| Reply::Done));
+        if broken.is_err() {
+            break;
+        }
     }
+    // The database goes whatever happened; a parent that asked hears how.
     let report = loaded.and_then(Loaded::finish);
-    if !hung_up {
+    if finish_asked {
         let reply = report.as_ref().map_or_else(|e| Reply::Failed(e.to_string()), |r| Reply::Report(r.clone()));
         send(&mut replies, &reply)?;
     }
-    report.map(drop)
+    broken.and(report.map(drop))
+}
+
+fn parse(line: &str) -> Result<Request> {
+    serde_json::from_str(line).map_err(|e| Error::InvalidArgument(format!("a lab worker's request {line:?}: {e}")))
+}
+
+/// Loads or times as `request` asks; `Finish` is the caller's.
+fn carry_out(
+    config: &LabConfig,
+    pattern: SchemaPattern,
+    loaded: &mut Loaded,
+    request: Request,
+    replies: &mut impl Write,
+) -> Result<()> {
+    match request {
+        Request::Load => loaded.load(config, pattern, &mut |p| send_progress(replies, p)),
+        Request::Time(kind, form) => loaded.time(config, pattern, (kind, form)),
+        Request::Finish => Ok(()),
+    }
 }
 
 /// Sends where a request's work is. A parent gone is found by the next
@@ -163,7 +190,7 @@ impl Worker {
 
     /// Loads the workload into the worker's database.
     pub(crate) fn load(&mut self, progress: &mut dyn FnMut(Progress<'_>)) -> Result<()> {
-        self.ask(&Request::Load, progress).and_then(|reply| self.expect_done(reply))
+        self.ask(Request::Load, progress).and_then(|reply| self.expect_done(reply))
     }
 
     /// Times query `kind` in `form` on the worker's database.
@@ -172,13 +199,13 @@ impl Worker {
         (kind, form): (QueryKind, Form),
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<()> {
-        self.ask(&Request::Time(kind, form), progress).and_then(|reply| self.expect_done(reply))
+        self.ask(Request::Time(kind, form), progress).and_then(|reply| self.expect_done(reply))
     }
 
     /// Has the worker close and remove its database, waits for it to end,
     /// and returns its report.
     pub(crate) fn finish(mut self) -> Result<PatternReport> {
-        let reply = self.ask(&Request::Finish, &mut |_| {});
+        let reply = self.ask(Request::Finish, &mut |_| {});
         drop(self.requests);
         if let Some(mut process) = self.process.take() {
             let program = format!("the {} worker of {}", self.engine.name(), self.pattern.name());
@@ -205,10 +232,10 @@ impl Worker {
 
     /// Sends `request` and reads replies up to the final one, handing
     /// progress to `progress`; a worker's failure is an error here.
-    fn ask(&mut self, request: &Request, progress: &mut dyn FnMut(Progress<'_>)) -> Result<Reply> {
+    fn ask(&mut self, request: Request, progress: &mut dyn FnMut(Progress<'_>)) -> Result<Reply> {
         let (engine, pattern) = (self.engine, self.pattern);
         let lost = |what: &str| failure(engine, pattern, what);
-        let mut line = serde_json::to_vec(request).map_err(|e| lost(&e.to_string()))?;
+        let mut line = serde_json::to_vec(&request).map_err(|e| lost(&e.to_string()))?;
         line.push(b'\n');
         self.requests
             .write_all(&line)
@@ -312,7 +339,8 @@ mod tests {
     }
 
     /// A worker that cannot make its database says so, named, to each
-    /// request; a parent that hangs up leaves no database behind.
+    /// request; a parent that hangs up, or sends what does not parse,
+    /// leaves no database behind.
     #[test]
     fn a_worker_reports_its_failure_and_cleans_up_when_its_parent_hangs_up() {
         let dir = tempfile::tempdir().unwrap();
@@ -326,11 +354,19 @@ mod tests {
         assert!(served.join().unwrap().is_err());
 
         let apart = config(dir.path());
-        let (mut worker, served) = worker_on_thread(apart, pattern);
+        let (mut worker, served) = worker_on_thread(apart.clone(), pattern);
         worker.load(&mut |_| {}).unwrap();
         assert!(dir.path().join("cellardb-single-ts-serialized").exists());
         drop(worker);
         served.join().unwrap().unwrap();
+        assert!(!dir.path().join("cellardb-single-ts-serialized").exists());
+
+        // A request that does not parse ends the worker, and its database.
+        let (mut worker, served) = worker_on_thread(apart, pattern);
+        worker.load(&mut |_| {}).unwrap();
+        worker.requests.write_all(b"{\"Time\":[\"NoSuchQuery\",\"Natural\"]}\n").unwrap();
+        let err = served.join().unwrap().unwrap_err().to_string();
+        assert!(err.contains("a lab worker's request"), "{err}");
         assert!(!dir.path().join("cellardb-single-ts-serialized").exists());
     }
 }

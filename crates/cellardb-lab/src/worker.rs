@@ -208,8 +208,7 @@ impl Worker {
         let reply = self.ask(Request::Finish, &mut |_| {});
         drop(self.requests);
         if let Some(mut process) = self.process.take() {
-            let program = format!("the {} worker of {}", self.engine.name(), self.pattern.name());
-            let status = process.wait().map_err(|e| Error::io(program, e))?;
+            let status = process.wait().map_err(|e| Error::io(worker_name(self.engine, self.pattern), e))?;
             if reply.is_ok() && !status.success() {
                 return Err(failure(self.engine, self.pattern, &format!("it ended with {status}")));
             }
@@ -262,8 +261,12 @@ impl Worker {
 
 /// A worker's failure, named by its engine and pattern.
 fn failure(engine: Engine, pattern: SchemaPattern, what: &str) -> Error {
-    let program = format!("the {} worker of {}", engine.name(), pattern.name());
-    Error::io(program, std::io::Error::other(what.to_owned()))
+    Error::io(worker_name(engine, pattern), std::io::Error::other(what.to_owned()))
+}
+
+/// How errors name the worker of `engine` on `pattern`.
+fn worker_name(engine: Engine, pattern: SchemaPattern) -> String {
+    format!("the {} worker of {}", engine.name(), pattern.name())
 }
 
 #[cfg(test)]

@@ -3,6 +3,9 @@
 
 use bytes::Bytes;
 
+use std::cmp::Ordering;
+
+use super::block::partition_point;
 use super::format::{BlockHandle, MAX_RAW_BLOCK};
 use crate::coding::{Cursor, DecodeError, put_bytes, put_varint, put_zigzag};
 use crate::key::{EntryKind, InternalKey, MAX_ROW_KEY};
@@ -139,63 +142,206 @@ fn shared_row(c: &mut Cursor<'_>, prev: Option<&Bytes>, what: &'static str) -> R
     Ok(row.into())
 }
 
-/// The rows of the index's last keys (and first rows, where it has them),
-/// back to back in one allocation each, for the search of a seek:
-/// comparing a target's row against them reads contiguous memory, where
-/// each entry's own key is an allocation of its own. A search of a large
-/// file touches a few hundred bytes of this rather than an entry and its
-/// row's heap block per step, which matters most when neither is in the
-/// CPU's caches.
+/// The index's keys laid out for a seek's search, which must find a
+/// block without touching much memory: a search of a large file whose
+/// index is out of the CPU's caches pays a cache miss for every place it
+/// looks, and an entry's own key is three (the entry, its row's heap
+/// block, its qualifier's).
+///
+/// - Each distinct last row is held once, back to back, with the first
+///   entry that ends in it: the search by row runs over rows, not
+///   blocks, and a wide row's hundreds of blocks are one step of it.
+/// - Each entry keeps the rest of its last key in a small fixed-size
+///   [`Tail`]: its row's number, its column's (each run of entries
+///   ending in one qualifier and kind shares one), and its timestamp.
+///   Among a wide row's blocks the search compares these, one cache
+///   line for several steps, and the column's qualifier, which the steps
+///   share; only a tie on the timestamp looks at the entry itself.
+/// - The row of each block's first entry (where the index records it),
+///   for a bounded read to tell a block past its bound: each distinct one
+///   once, its place in the entry's tail, where the search just looked.
+///   A wide row's blocks begin and end in it.
 #[derive(Debug, Default)]
-pub(crate) struct IndexRows {
-    last: Rows,
-    /// Empty where the index has no first rows.
-    first: Rows,
+pub(crate) struct IndexKeys {
+    /// Distinct last rows, in order.
+    rows: Rows,
+    /// Per distinct last row, the first entry whose last key is of it.
+    row_starts: Box<[u32]>,
+    /// Per entry, its last key past the row.
+    tails: Box<[Tail]>,
+    /// Distinct qualifiers of consecutive entries, and each one's kind
+    /// rank ([`EntryKind::rank`]).
+    qualifiers: Rows,
+    kinds: Box<[(u8, u8)]>,
+    /// Distinct first rows of consecutive blocks; empty where the index
+    /// has none.
+    first_rows: Rows,
 }
 
-impl IndexRows {
-    /// The rows of `index`'s last keys and first rows, in order.
+/// An index entry's last key past its row, for [`IndexKeys`].
+#[derive(Debug, Clone, Copy)]
+struct Tail {
+    /// The row's place among the distinct last rows.
+    row: u32,
+    /// The qualifier's (and kind's) place among [`IndexKeys::qualifiers`].
+    column: u32,
+    timestamp: i64,
+    /// The block's first row's place among [`IndexKeys::first_rows`].
+    first_row: u32,
+}
+
+impl IndexKeys {
+    /// `index`'s keys laid out for search.
     ///
     /// # Errors
-    /// A [`DecodeError`] if either adds up to 4 GiB or more.
-    pub fn of(index: &[IndexEntry]) -> Result<IndexRows, DecodeError> {
-        let last = Rows::of(index.iter().map(|e| &e.last_key.row[..]))?;
-        let first = match index.iter().map(|e| e.first_row.as_deref()).collect::<Option<Vec<&[u8]>>>() {
-            Some(rows) => Rows::of(rows.into_iter())?,
-            None => Rows::default(),
-        };
-        Ok(IndexRows { last, first })
-    }
-
-    /// The row of entry `i`'s last key (`i` below the entry count).
-    #[inline]
-    pub fn row(&self, i: usize) -> &[u8] {
-        self.last.row(i)
+    /// A [`DecodeError`] if its rows, qualifiers or first rows add up to
+    /// 4 GiB or more, or it has 4 G entries or more.
+    pub fn of(index: &[IndexEntry]) -> Result<IndexKeys, DecodeError> {
+        let too_many = || DecodeError::new(0, "an index of 4 G entries or more");
+        let mut rows = Rows::default();
+        let mut row_starts = Vec::new();
+        let mut qualifiers = Rows::default();
+        let mut kinds = Vec::new();
+        let mut first_rows = Rows::default();
+        let with_first_rows = index.iter().all(|e| e.first_row.is_some());
+        let mut tails = Vec::with_capacity(index.len());
+        let mut prev: Option<&IndexEntry> = None;
+        for (i, e) in index.iter().enumerate() {
+            let key = &e.last_key;
+            if prev.is_none_or(|p| p.last_key.row != key.row) {
+                rows.push(&key.row)?;
+                row_starts.push(u32::try_from(i).map_err(|_| too_many())?);
+            }
+            if prev.is_none_or(|p| p.last_key.qualifier != key.qualifier || p.last_key.kind.rank() != key.kind.rank()) {
+                qualifiers.push(&key.qualifier)?;
+                kinds.push(key.kind.rank());
+            }
+            tails.push(Tail {
+                row: u32::try_from(rows.len() - 1).map_err(|_| too_many())?,
+                column: u32::try_from(qualifiers.len() - 1).map_err(|_| too_many())?,
+                timestamp: key.timestamp,
+                first_row: u32::try_from(first_rows.len()).map_err(|_| too_many())?,
+            });
+            if let Some(first) = e.first_row.as_deref().filter(|_| with_first_rows) {
+                if prev.and_then(|p| p.first_row.as_deref()) == Some(first) {
+                    tails[i].first_row -= 1;
+                } else {
+                    first_rows.push(first)?;
+                }
+            }
+            prev = Some(e);
+        }
+        Ok(IndexKeys {
+            rows: rows.finish(),
+            row_starts: row_starts.into(),
+            tails: tails.into(),
+            qualifiers: qualifiers.finish(),
+            kinds: kinds.into(),
+            first_rows: first_rows.finish(),
+        })
     }
 
     /// The row of block `i`'s first entry, if the index says it.
     #[inline]
     pub fn first_row(&self, i: usize) -> Option<&[u8]> {
-        (i < self.first.ends.len()).then(|| self.first.row(i))
+        let place = self.tails.get(i)?.first_row as usize;
+        (place < self.first_rows.len()).then(|| self.first_rows.row(place))
+    }
+
+    /// The first block at or after `from` whose last key is not below
+    /// `key` (`inclusive`) or is above it: the block a seek to `key` lands
+    /// in, where every block before `from` ends below it. `index` is the
+    /// index these keys were laid out from.
+    ///
+    /// Keys order by row first: the search finds `key`'s row among the
+    /// distinct rows, then compares the rest of the key only among the
+    /// blocks that end in that row (a wide row's). Both searches gallop
+    /// from where they start (the row of `from`, the row's first block):
+    /// a read lands at a row's start, or a seek moves on to a near column.
+    pub fn first_block(&self, index: &[IndexEntry], from: usize, key: &InternalKey, inclusive: bool) -> usize {
+        let len = self.tails.len();
+        if from >= len {
+            return len;
+        }
+        let row: &[u8] = &key.row;
+        // Rows before `from`'s are below `key`'s: `from`'s blocks before
+        // it end below `key`.
+        let from_row = self.tails[from].row as usize;
+        let r = gallop(self.rows.len(), from_row, |r| self.rows.row(r) < row);
+        let Some(&start) = self.row_starts.get(r) else { return len };
+        let start = (start as usize).max(from);
+        if self.rows.row(r) != row {
+            return start;
+        }
+        let end = self.row_starts.get(r + 1).map_or(len, |&e| e as usize);
+        gallop(end, start, |i| match self.cmp_in_row(index, i, key) {
+            Ordering::Less => true,
+            Ordering::Equal => !inclusive,
+            Ordering::Greater => false,
+        })
+    }
+
+    /// Entry `i`'s last key against `key`, whose row is the entry's (as
+    /// [`InternalKey`]'s order: kind group, qualifier, kind, timestamp
+    /// newest first, sequence number newest first).
+    fn cmp_in_row(&self, index: &[IndexEntry], i: usize, key: &InternalKey) -> Ordering {
+        let tail = self.tails[i];
+        let column = tail.column as usize;
+        let (group, sub) = self.kinds[column];
+        let (key_group, key_sub) = key.kind.rank();
+        group
+            .cmp(&key_group)
+            .then_with(|| self.qualifiers.row(column).cmp(&key.qualifier[..]))
+            .then(sub.cmp(&key_sub))
+            .then(key.timestamp.cmp(&tail.timestamp))
+            .then_with(|| key.seq.cmp(&index[i].last_key.seq))
     }
 }
 
-/// Rows back to back, and where each ends.
+/// The first index in `from..len` for which `below` turns false, where
+/// `below`, past the first index it turns false, holds for none: steps
+/// of 1, 2, 4... from `from`, then halves. From 0, a plain search by
+/// halves.
+fn gallop(len: usize, from: usize, below: impl Fn(usize) -> bool) -> usize {
+    if from == 0 {
+        return partition_point(0, len, below);
+    }
+    let (mut lo, mut step) = (from.min(len), 1);
+    while lo < len && below(lo) {
+        let next = (lo + step).min(len);
+        if next == len || !below(next) {
+            // The answer is in (lo, next].
+            return partition_point(lo + 1, next, below);
+        }
+        (lo, step) = (next, step * 2);
+    }
+    lo
+}
+
+/// Byte strings back to back, and where each ends.
 #[derive(Debug, Default)]
 struct Rows {
-    bytes: Box<[u8]>,
-    ends: Box<[u32]>,
+    bytes: Vec<u8>,
+    ends: Vec<u32>,
 }
 
 impl Rows {
-    fn of<'a>(rows: impl ExactSizeIterator<Item = &'a [u8]> + Clone) -> Result<Rows, DecodeError> {
-        let mut bytes = Vec::with_capacity(rows.clone().map(<[u8]>::len).sum());
-        let mut ends = Vec::with_capacity(rows.len());
-        for row in rows {
-            bytes.extend_from_slice(row);
-            ends.push(u32::try_from(bytes.len()).map_err(|_| DecodeError::new(0, "index rows of 4 GiB or more"))?);
-        }
-        Ok(Rows { bytes: bytes.into(), ends: ends.into() })
+    fn push(&mut self, row: &[u8]) -> Result<(), DecodeError> {
+        self.bytes.extend_from_slice(row);
+        let end = u32::try_from(self.bytes.len()).map_err(|_| DecodeError::new(0, "index keys of 4 GiB or more"))?;
+        self.ends.push(end);
+        Ok(())
+    }
+
+    /// Gives back the room left over from building.
+    fn finish(mut self) -> Rows {
+        self.bytes.shrink_to_fit();
+        self.ends.shrink_to_fit();
+        self
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
     }
 
     #[inline]
@@ -207,7 +353,9 @@ impl Rows {
 
 #[cfg(test)]
 mod tests {
-    use super::{IndexEntry, IndexRows, decode, encode};
+    use bytes::Bytes;
+
+    use super::{IndexEntry, IndexKeys, decode, encode, gallop};
     use crate::key::{EntryKind, InternalKey};
     use crate::sst::format::BlockHandle;
 
@@ -238,9 +386,8 @@ mod tests {
             // An index without first rows is encoded as before they were.
             assert_eq!(bytes[0] == 0, first_rows);
             assert_eq!(decode(&bytes).unwrap(), index);
-            let rows = IndexRows::of(&index).unwrap();
-            assert_eq!(rows.row(2), b"c");
-            assert_eq!(rows.first_row(2), first_rows.then_some(&b"ba"[..]));
+            let keys = IndexKeys::of(&index).unwrap();
+            assert_eq!(keys.first_row(2), first_rows.then_some(&b"ba"[..]));
             // Cut to its first byte, an index with first rows reads as the
             // empty index of the layout before (the block's checksum, not
             // its layout, catches a cut).
@@ -263,5 +410,79 @@ mod tests {
         bytes[1] = 2;
         let e = decode(&bytes).unwrap_err();
         assert_eq!((e.offset, &*e.what), (1, "unknown index layout"));
+    }
+
+    /// A key from `r`: rows from a small alphabet, some prefixes of others,
+    /// so that runs of blocks share a last row and targets fall on them.
+    fn key(r: &mut impl FnMut() -> u64) -> InternalKey {
+        let rows: [&[u8]; 7] = [b"", b"a", b"a\0", b"ab", b"abc", b"b", b"b\xff"];
+        let kinds = [EntryKind::Put, EntryKind::DeleteColumn, EntryKind::DeleteFamily];
+        InternalKey {
+            row: Bytes::from_static(rows[(r() % 7) as usize]),
+            qualifier: Bytes::from(vec![b'q'; (r() % 3) as usize]),
+            timestamp: (r() % 5).cast_signed() - 2,
+            seq: r() % 4,
+            kind: kinds[(r() % 3) as usize],
+        }
+    }
+
+    #[test]
+    fn the_laid_out_keys_find_the_block_a_search_of_whole_keys_finds_and_keep_first_rows() {
+        let mut state = 7u64;
+        let mut r = move || {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        for _ in 0..200 {
+            let n = (r() % 24) as usize;
+            let mut last_keys: Vec<InternalKey> = (0..n).map(|_| key(&mut r)).collect();
+            last_keys.sort();
+            last_keys.dedup();
+            let handle = BlockHandle { offset: 0, stored_len: 0, raw_len: 0 };
+            // Each block begins in its own last row or in the block
+            // before's (runs of equal first rows), or, in every third
+            // index, the index records no first rows.
+            let with_first_rows = r() % 3 != 0;
+            let mut index: Vec<IndexEntry> = Vec::new();
+            for last_key in last_keys {
+                let before = index.last().map(|e: &IndexEntry| e.last_key.row.clone());
+                let first_row = match before {
+                    Some(row) if r() % 2 == 0 => row,
+                    _ => last_key.row.clone(),
+                };
+                let first_row = with_first_rows.then_some(first_row);
+                index.push(IndexEntry { last_key, first_row, handle, entries: 1 });
+            }
+            let keys = IndexKeys::of(&index).unwrap();
+            for (i, e) in index.iter().enumerate() {
+                assert_eq!(keys.first_row(i), e.first_row.as_deref(), "block {i} of {index:?}");
+            }
+            assert_eq!(keys.first_row(index.len()), None);
+            for _ in 0..50 {
+                let target = key(&mut r);
+                for inclusive in [true, false] {
+                    let want =
+                        index.partition_point(|e| if inclusive { e.last_key < target } else { e.last_key <= target });
+                    for from in 0..=want {
+                        let got = keys.first_block(&index, from, &target, inclusive);
+                        assert_eq!(got, want, "{target:?} inclusive {inclusive} from {from} in {index:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn galloping_finds_what_a_binary_search_finds() {
+        for len in 0..40usize {
+            for split in 0..=len {
+                for from in 0..=split {
+                    assert_eq!(gallop(len, from, |x| x < split), split, "len {len} split {split} from {from}");
+                }
+            }
+        }
     }
 }

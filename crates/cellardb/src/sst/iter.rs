@@ -4,8 +4,7 @@ use std::cmp::Ordering;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use super::block::{DecodedBlock, EntryAt, partition_point};
-use super::index::{IndexEntry, IndexRows};
+use super::block::{DecodedBlock, EntryAt};
 use super::reader::{RowBlock, SstBlockCache, SstReader};
 use crate::Result;
 use crate::iter::EntrySource;
@@ -508,21 +507,17 @@ impl EntrySource for SstIter {
 
 /// The first block of `reader` at or after `from` whose last key is not
 /// below `key` (`inclusive`) or is above it: the block a seek to `key`
-/// lands in, where every block before `from` ends below it. Keys order by
-/// row first, so the search runs over the index's rows, held back to back
-/// ([`IndexRows`]), and compares whole keys only among the blocks whose
-/// last row is `key`'s (a wide row's blocks). Among those it gallops from
-/// the row's first block: a read lands at a row's start, or a seek moves
-/// on to a near column, and a wide row's blocks may be hundreds.
+/// lands in, where every block before `from` ends below it
+/// ([`IndexKeys::first_block`]).
 fn first_block_for(reader: &SstReader, from: usize, key: &InternalKey, inclusive: bool) -> usize {
-    first_block_in(reader.index(), reader.index_rows(), from, key, inclusive)
+    reader.index_keys().first_block(reader.index(), from, key, inclusive)
 }
 
 /// Whether every key of block `i` lies past `hi`, as the row of its
 /// first entry shows (where the index records it): then a read bounded by
 /// `hi` need not load it.
 fn block_starts_past(reader: &SstReader, i: usize, hi: &Bound<InternalKey>) -> bool {
-    let Some(first) = reader.index_rows().first_row(i) else { return false };
+    let Some(first) = reader.index_keys().first_row(i) else { return false };
     match hi {
         Bound::Unbounded => false,
         Bound::Included(k) => first > &k.row[..],
@@ -538,110 +533,5 @@ fn block_ends_before(reader: &SstReader, i: usize, lo: &Bound<InternalKey>) -> b
         Bound::Unbounded => false,
         Bound::Included(k) => last < k,
         Bound::Excluded(k) => last <= k,
-    }
-}
-
-/// [`first_block_for`] on an index and its rows.
-fn first_block_in(index: &[IndexEntry], rows: &IndexRows, from: usize, key: &InternalKey, inclusive: bool) -> usize {
-    let row: &[u8] = &key.row;
-    let first = search_from(index.len(), from, |i| rows.row(i) < row);
-    if first == index.len() || rows.row(first) != row {
-        return first;
-    }
-    // From `first` on every block's last row is at least `key`'s, so a
-    // last key below `key` is of `key`'s row: the predicate holds for a
-    // run of the row's blocks, then for none.
-    gallop(index.len(), first, |i| if inclusive { index[i].last_key < *key } else { index[i].last_key <= *key })
-}
-
-/// The first index in `from..len` for which `below` turns false (as
-/// [`gallop`]): by halves from the start, galloping from anywhere else.
-fn search_from(len: usize, from: usize, below: impl Fn(usize) -> bool) -> usize {
-    if from == 0 { partition_point(0, len, below) } else { gallop(len, from, below) }
-}
-
-/// The first index in `from..len` for which `below` turns false, where
-/// `below` holds for every index before `from` and, past the first it
-/// turns false, for none: steps of 1, 2, 4... from `from`, then halves.
-fn gallop(len: usize, from: usize, below: impl Fn(usize) -> bool) -> usize {
-    let (mut lo, mut step) = (from.min(len), 1);
-    while lo < len && below(lo) {
-        let next = (lo + step).min(len);
-        if next == len || !below(next) {
-            // The answer is in (lo, next].
-            return partition_point(lo + 1, next, below);
-        }
-        (lo, step) = (next, step * 2);
-    }
-    lo
-}
-
-#[cfg(test)]
-mod tests {
-    use bytes::Bytes;
-
-    use super::{first_block_in, gallop};
-    use crate::key::{EntryKind, InternalKey};
-    use crate::sst::format::BlockHandle;
-    use crate::sst::index::{IndexEntry, IndexRows};
-
-    /// A key from `r`: rows from a small alphabet, some prefixes of others,
-    /// so that runs of blocks share a last row and targets fall on them.
-    fn key(r: &mut impl FnMut() -> u64) -> InternalKey {
-        let rows: [&[u8]; 7] = [b"", b"a", b"a\0", b"ab", b"abc", b"b", b"b\xff"];
-        let kinds = [EntryKind::Put, EntryKind::DeleteColumn, EntryKind::DeleteFamily];
-        InternalKey {
-            row: Bytes::from_static(rows[(r() % 7) as usize]),
-            qualifier: Bytes::from(vec![b'q'; (r() % 3) as usize]),
-            timestamp: (r() % 5).cast_signed() - 2,
-            seq: r() % 4,
-            kind: kinds[(r() % 3) as usize],
-        }
-    }
-
-    #[test]
-    fn a_seek_by_rows_finds_the_block_a_search_of_whole_keys_finds() {
-        let mut state = 7u64;
-        let mut r = move || {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
-        for _ in 0..200 {
-            let n = (r() % 24) as usize;
-            let mut last_keys: Vec<InternalKey> = (0..n).map(|_| key(&mut r)).collect();
-            last_keys.sort();
-            last_keys.dedup();
-            let handle = BlockHandle { offset: 0, stored_len: 0, raw_len: 0 };
-            let index: Vec<IndexEntry> = last_keys
-                .into_iter()
-                .map(|last_key| IndexEntry { last_key, first_row: None, handle, entries: 1 })
-                .collect();
-            let rows = IndexRows::of(&index).unwrap();
-            for _ in 0..50 {
-                let target = key(&mut r);
-                for inclusive in [true, false] {
-                    let want =
-                        index.partition_point(|e| if inclusive { e.last_key < target } else { e.last_key <= target });
-                    for from in 0..=want {
-                        let got = first_block_in(&index, &rows, from, &target, inclusive);
-                        assert_eq!(got, want, "{target:?} inclusive {inclusive} from {from} in {index:?}");
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn galloping_finds_what_a_binary_search_finds() {
-        for len in 0..40usize {
-            for split in 0..=len {
-                for from in 0..=split {
-                    assert_eq!(gallop(len, from, |x| x < split), split, "len {len} split {split} from {from}");
-                }
-            }
-        }
     }
 }

@@ -14,7 +14,7 @@ use super::block::{BlockPart, DecodedBlock};
 use super::bloom::{self, BloomSummary, RowFilter};
 use super::dictionary::{ReaderDictionary, zstd_error};
 use super::format::{BlockCompression, BlockHandle, Footer, MAX_RAW_BLOCK, TRAILER_LEN, check_trailer};
-use super::index::{self, IndexEntry, IndexRows};
+use super::index::{self, IndexEntry, IndexKeys};
 use super::writer::LastKey;
 use crate::cache::{BlockCache, Lookup};
 use crate::coding::DecodeError;
@@ -61,7 +61,7 @@ pub struct SstReader {
     dictionary: Option<ReaderDictionary>,
     index: Vec<IndexEntry>,
     /// The index's last-key rows in one allocation, for seeks.
-    index_rows: IndexRows,
+    index_keys: IndexKeys,
     bloom: RowFilter,
     props: Properties,
     blocks_decoded: AtomicU64,
@@ -89,14 +89,14 @@ impl SstReader {
             footer_at,
             dictionary: None,
             index: Vec::new(),
-            index_rows: IndexRows::default(),
+            index_keys: IndexKeys::default(),
             bloom: RowFilter::PassAll,
             props: Properties::default(),
             blocks_decoded: AtomicU64::new(0),
         };
         let raw_index = reader.read_raw(&footer.index)?;
         reader.index = index::decode(&raw_index).map_err(|e| reader.block_corruption(&footer.index, &e))?;
-        reader.index_rows = IndexRows::of(&reader.index).map_err(|e| reader.block_corruption(&footer.index, &e))?;
+        reader.index_keys = IndexKeys::of(&reader.index).map_err(|e| reader.block_corruption(&footer.index, &e))?;
         reader.bloom = RowFilter::decode(&reader.read_raw(&footer.bloom)?);
         let raw_props = reader.read_raw(&footer.props)?;
         reader.props = Properties::decode(&raw_props).map_err(|e| reader.block_corruption(&footer.props, &e))?;
@@ -149,9 +149,9 @@ impl SstReader {
         &self.index
     }
 
-    /// The index's last-key rows, for a seek's search.
-    pub(crate) fn index_rows(&self) -> &IndexRows {
-        &self.index_rows
+    /// The index's keys laid out for a seek's search.
+    pub(crate) fn index_keys(&self) -> &IndexKeys {
+        &self.index_keys
     }
 
     /// Bytes of the bloom filter block.

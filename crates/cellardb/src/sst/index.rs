@@ -1,9 +1,9 @@
 //! The index block: for each data block, its last key, its first row and
 //! where it is.
 
-use bytes::Bytes;
-
 use std::cmp::Ordering;
+
+use bytes::Bytes;
 
 use super::block::partition_point;
 use super::format::{BlockHandle, MAX_RAW_BLOCK};
@@ -197,7 +197,7 @@ impl IndexKeys {
     /// A [`DecodeError`] if its rows, qualifiers or first rows add up to
     /// 4 GiB or more, or it has 4 G entries or more.
     pub fn of(index: &[IndexEntry]) -> Result<IndexKeys, DecodeError> {
-        let too_many = || DecodeError::new(0, "an index of 4 G entries or more");
+        let place = |n: usize| u32::try_from(n).map_err(|_| DecodeError::new(0, "an index of 4 G entries or more"));
         let mut rows = Rows::default();
         let mut row_starts = Vec::new();
         let mut qualifiers = Rows::default();
@@ -210,25 +210,27 @@ impl IndexKeys {
             let key = &e.last_key;
             if prev.is_none_or(|p| p.last_key.row != key.row) {
                 rows.push(&key.row)?;
-                row_starts.push(u32::try_from(i).map_err(|_| too_many())?);
+                row_starts.push(place(i)?);
             }
             if prev.is_none_or(|p| p.last_key.qualifier != key.qualifier || p.last_key.kind.rank() != key.kind.rank()) {
                 qualifiers.push(&key.qualifier)?;
                 kinds.push(key.kind.rank());
             }
-            tails.push(Tail {
-                row: u32::try_from(rows.len() - 1).map_err(|_| too_many())?,
-                column: u32::try_from(qualifiers.len() - 1).map_err(|_| too_many())?,
-                timestamp: key.timestamp,
-                first_row: u32::try_from(first_rows.len()).map_err(|_| too_many())?,
-            });
-            if let Some(first) = e.first_row.as_deref().filter(|_| with_first_rows) {
-                if prev.and_then(|p| p.first_row.as_deref()) == Some(first) {
-                    tails[i].first_row -= 1;
-                } else {
+            // Without first rows, a place past the (empty) table.
+            let first_row = match e.first_row.as_deref().filter(|_| with_first_rows) {
+                Some(first) if prev.and_then(|p| p.first_row.as_deref()) == Some(first) => first_rows.len() - 1,
+                Some(first) => {
                     first_rows.push(first)?;
+                    first_rows.len() - 1
                 }
-            }
+                None => first_rows.len(),
+            };
+            tails.push(Tail {
+                row: place(rows.len() - 1)?,
+                column: place(qualifiers.len() - 1)?,
+                timestamp: key.timestamp,
+                first_row: place(first_row)?,
+            });
             prev = Some(e);
         }
         Ok(IndexKeys {
@@ -264,10 +266,17 @@ impl IndexKeys {
             return len;
         }
         let row: &[u8] = &key.row;
-        // Rows before `from`'s are below `key`'s: `from`'s blocks before
-        // it end below `key`.
+        // The blocks before `from` end below `key`: the search by row
+        // starts at `from`'s row, and within it at `from`.
         let from_row = self.tails[from].row as usize;
-        let r = gallop(self.rows.len(), from_row, |r| self.rows.row(r) < row);
+        let below = |r: usize| self.rows.row(r) < row;
+        // From the start, by halves; from elsewhere (a seek moving on),
+        // galloping.
+        let r = if from_row == 0 {
+            partition_point(0, self.rows.len(), below)
+        } else {
+            gallop(self.rows.len(), from_row, below)
+        };
         let Some(&start) = self.row_starts.get(r) else { return len };
         let start = (start as usize).max(from);
         if self.rows.row(r) != row {
@@ -300,12 +309,8 @@ impl IndexKeys {
 
 /// The first index in `from..len` for which `below` turns false, where
 /// `below`, past the first index it turns false, holds for none: steps
-/// of 1, 2, 4... from `from`, then halves. From 0, a plain search by
-/// halves.
+/// of 1, 2, 4... from `from`, then halves.
 fn gallop(len: usize, from: usize, below: impl Fn(usize) -> bool) -> usize {
-    if from == 0 {
-        return partition_point(0, len, below);
-    }
     let (mut lo, mut step) = (from.min(len), 1);
     while lo < len && below(lo) {
         let next = (lo + step).min(len);

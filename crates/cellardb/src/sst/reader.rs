@@ -60,7 +60,7 @@ pub struct SstReader {
     /// The compression dictionary, if the file has one.
     dictionary: Option<ReaderDictionary>,
     index: Vec<IndexEntry>,
-    /// The index's last-key rows in one allocation, for seeks.
+    /// The index's keys laid out for a seek's search.
     index_keys: IndexKeys,
     bloom: RowFilter,
     props: Properties,

@@ -157,7 +157,7 @@ impl SstIter {
         // searching from the next block on (a seek goes forward); past a
         // part, from its block, whose rest may hold the target.
         let from = if self.part_ends_early() { self.block_idx } else { self.block_idx + 1 };
-        self.position_at(Bound::Included(target), from)
+        self.position_at(Bound::Included(target), from, false)
     }
 
     /// Whether the block under the iterator is a part that ends before its
@@ -194,7 +194,7 @@ impl SstIter {
         (self.lo, self.hi) = (lo, hi);
         // Every block before the one last read ends before the new bounds.
         let lo = std::mem::replace(&mut self.lo, Bound::Unbounded);
-        let positioned = self.position_at(lo.as_ref(), self.block_idx);
+        let positioned = self.position_at(lo.as_ref(), self.block_idx, true);
         self.lo = lo;
         self.settle();
         positioned
@@ -299,7 +299,7 @@ impl SstIter {
 
     fn seek_first(&mut self) -> Result<()> {
         let lo = std::mem::replace(&mut self.lo, Bound::Unbounded);
-        let positioned = self.position_at(lo.as_ref(), 0);
+        let positioned = self.position_at(lo.as_ref(), 0, true);
         self.lo = lo;
         positioned
     }
@@ -308,15 +308,27 @@ impl SstIter {
     /// `from` or later. From a block already read, the index is searched a
     /// few blocks at a time and then by halves, since a seek mostly lands
     /// near; from the file's start (a new iterator, whose target may be
-    /// anywhere), by halves alone.
-    fn position_at(&mut self, lo: Bound<&InternalKey>, from: usize) -> Result<()> {
+    /// anywhere), by halves alone. `starting`: the iterator starts on its
+    /// bounds (new, or moved on to new ones), rather than seeking within
+    /// them.
+    fn position_at(&mut self, lo: Bound<&InternalKey>, from: usize, starting: bool) -> Result<()> {
         let index = self.reader.index();
         let i = match lo {
             Bound::Unbounded => 0,
             Bound::Included(k) => first_block_for(&self.reader, from, k, true),
             Bound::Excluded(k) => first_block_for(&self.reader, from, k, false),
         };
-        if i >= index.len() || block_starts_past(&self.reader, i, &self.hi) {
+        // A read of one row, starting, does not ask whether the block
+        // begins past its bounds: a read asks for a row by itself after
+        // the file's bloom filter has let it through (`read::sources`), so
+        // its block nearly always holds it, and where it does not, the
+        // part decoded ends the read as the question would have. The
+        // block's first row, in a large index, is cache misses away.
+        let one_row = match lo {
+            Bound::Included(k) | Bound::Excluded(k) => starting && self.reads_one_row_from(k),
+            Bound::Unbounded => false,
+        };
+        if i >= index.len() || (!one_row && block_starts_past(&self.reader, i, &self.hi)) {
             // Nothing left in bounds: end without loading the block.
             self.block = None;
             return Ok(());

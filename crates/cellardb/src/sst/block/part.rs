@@ -129,13 +129,14 @@ fn decode_part(
     walk.check_entries(part.clone())?;
     value_starts((walk.qids, walk.lens), heads, part.clone(), rest);
     walk.check_kinds(part.clone(), rest)?;
-    let mut values = Vec::new();
+    let value_bytes = part.clone().map(|i| walk.lens[i]).sum::<u64>();
+    let mut values = Vec::with_capacity(usize::try_from(value_bytes).unwrap_or(0));
     for i in part.clone() {
         values.extend_from_slice(walk.value(i, rest[i - part.start]));
     }
-    let (row_bytes, row_prefix, row_ends, row_of) = part_rows(&rows.spans(part.clone()), keys);
+    let (row_bytes, row_prefix, row_ends, row_of) = part_rows(&rows.spans(part.clone()), keys, built);
     let (qualifier_bytes, qualifier_ends, qualifier_of) =
-        part_qualifiers(part.clone(), |i| walk.qualifier(i), (walk.qids, walk.quals), heads);
+        part_qualifiers(part.clone(), |i| walk.qualifier(i), (walk.qids, walk.quals), (heads, built));
     let timestamps = walk.timestamps.even_field(part.clone()).unwrap_or_else(|| {
         let (min, max) = min_max(each(built, part.clone(), |i| walk.timestamps.get(i)));
         Field::pack_in_units(built, min, max)
@@ -568,9 +569,10 @@ fn undo(heads: &[u64], deltas: &[u64], (qids, quals): (&[u64], usize), prev: &mu
 
 /// The row keys of a part as a [`DecodedBlock`] keeps them, and each
 /// entry's row: `spans` gives the part's rows in order, each as the place
-/// of its key in `keys` and its number of entries.
+/// of its key in `keys` and its number of entries. `rows` is a working
+/// buffer.
 #[allow(clippy::cast_possible_truncation, reason = "row keys are at most 4 KiB")]
-fn part_rows(spans: &[(usize, usize)], keys: &[Vec<u8>; 4]) -> (Box<[u8]>, u32, RowEnds, Field) {
+fn part_rows(spans: &[(usize, usize)], keys: &[Vec<u8>; 4], rows: &mut Vec<u64>) -> (Box<[u8]>, u32, RowEnds, Field) {
     let prefix = match spans {
         [] => 0,
         [(only, _)] => keys[*only].len(),
@@ -578,16 +580,22 @@ fn part_rows(spans: &[(usize, usize)], keys: &[Vec<u8>; 4]) -> (Box<[u8]>, u32, 
             others.iter().map(|(k, _)| common_prefix(&keys[*first], &keys[*k])).min().unwrap_or(0)
         }
     };
-    let mut bytes = spans.first().map_or_else(Vec::new, |(k, _)| keys[*k][..prefix].to_vec());
+    let rests = spans.iter().map(|(k, _)| keys[*k].len() - prefix).sum::<usize>();
+    let mut bytes = Vec::with_capacity(prefix + rests);
+    if let Some((k, _)) = spans.first() {
+        bytes.extend_from_slice(&keys[*k][..prefix]);
+    }
     let mut ends = Vec::with_capacity(spans.len());
     for (k, _) in spans {
         bytes.extend_from_slice(&keys[*k][prefix..]);
         ends.push(bytes.len() as u32);
     }
     let row_of = if spans.len() > 1 {
-        let rows: Vec<u64> =
-            spans.iter().enumerate().flat_map(|(r, (_, n))| std::iter::repeat_n(r as u64, *n)).collect();
-        Field::pack(&rows)
+        rows.clear();
+        for (r, (_, n)) in spans.iter().enumerate() {
+            rows.extend(std::iter::repeat_n(r as u64, *n));
+        }
+        Field::pack(rows)
     } else {
         Field::same(0)
     };
@@ -596,15 +604,16 @@ fn part_rows(spans: &[(usize, usize)], keys: &[Vec<u8>; 4]) -> (Box<[u8]>, u32, 
 
 /// The qualifiers of entries `range` as a dictionary of their own, in
 /// order of first appearance, and each entry's id in it; the block's ids
-/// are `qids`, below `quals`. `ids` is a working buffer.
+/// are `qids`, below `quals`. `ids` and `of` are working buffers.
 #[allow(clippy::cast_possible_truncation, reason = "a part holds fewer qualifiers than its block's 4 GiB")]
 fn part_qualifiers<'a>(
     range: Range<usize>,
     qualifier: impl Fn(usize) -> &'a [u8],
     (qids, quals): (&[u64], usize),
-    ids: &mut Vec<u64>,
+    (ids, of): (&mut Vec<u64>, &mut Vec<u64>),
 ) -> (Box<[u8]>, Box<[u32]>, Field) {
-    let (mut bytes, mut ends, mut of) = (Vec::new(), Vec::new(), Vec::with_capacity(range.len()));
+    let (mut bytes, mut ends) = (Vec::new(), Vec::new());
+    of.clear();
     ids.clear();
     ids.resize(quals, u64::MAX);
     for i in range {
@@ -616,6 +625,6 @@ fn part_qualifiers<'a>(
         }
         of.push(*id);
     }
-    let field = if ends.len() > 1 { Field::pack(&of) } else { Field::same(0) };
+    let field = if ends.len() > 1 { Field::pack(of) } else { Field::same(0) };
     (bytes.into(), ends.into(), field)
 }

@@ -258,10 +258,8 @@ impl IndexKeys {
     /// Keys order by row first: the search finds `key`'s row among the
     /// distinct rows, then compares the rest of the key only among the
     /// blocks that end in that row (a wide row's). Both searches gallop
-    /// a few steps from where they start (the row of `from`, the row's
-    /// first block), then halve the rest ([`gallop`]): a read lands at a
-    /// row's start, a seek mostly moves on to a near row or column, and
-    /// the next key of a read of many may lie anywhere.
+    /// from where they start (the row of `from`, the row's first block):
+    /// a read lands at a row's start, or a seek moves on to a near column.
     pub fn first_block(&self, index: &[IndexEntry], from: usize, key: &InternalKey, inclusive: bool) -> usize {
         let len = self.tails.len();
         if from >= len {
@@ -309,23 +307,12 @@ impl IndexKeys {
     }
 }
 
-/// Steps a gallop takes before it halves what is left.
-const GALLOP_STEPS: usize = 4;
-
 /// The first index in `from..len` for which `below` turns false, where
 /// `below`, past the first index it turns false, holds for none: steps
-/// of 1, 2, 4 and 8 from `from`, then halves of the rest. A seek that
-/// lands near (the next block, the next column) looks at a few places; one
-/// that lands far (the next key of a read of many, a file's length away)
-/// looks at a few more than a search by halves would, where galloping all
-/// the way would look at twice as many.
+/// of 1, 2, 4... from `from`, then halves.
 fn gallop(len: usize, from: usize, below: impl Fn(usize) -> bool) -> usize {
     let (mut lo, mut step) = (from.min(len), 1);
-    if lo == len || !below(lo) {
-        return lo;
-    }
-    // `below(lo)` holds from here on.
-    for _ in 0..GALLOP_STEPS {
+    while lo < len && below(lo) {
         let next = (lo + step).min(len);
         if next == len || !below(next) {
             // The answer is in (lo, next].
@@ -333,7 +320,7 @@ fn gallop(len: usize, from: usize, below: impl Fn(usize) -> bool) -> usize {
         }
         (lo, step) = (next, step * 2);
     }
-    partition_point(lo + 1, len, below)
+    lo
 }
 
 /// Byte strings back to back, and where each ends.
@@ -495,8 +482,7 @@ mod tests {
 
     #[test]
     fn galloping_finds_what_a_binary_search_finds() {
-        // Long enough for a gallop to halve what is left after its steps.
-        for len in 0..70usize {
+        for len in 0..40usize {
             for split in 0..=len {
                 for from in 0..=split {
                     assert_eq!(gallop(len, from, |x| x < split), split, "len {len} split {split} from {from}");

@@ -322,8 +322,9 @@ impl SstIter {
         // begins past its bounds: a read asks for a row by itself after
         // the file's bloom filter has let it through (`read::sources`), so
         // its block nearly always holds it, and where it does not, the
-        // part decoded ends the read as the question would have. The
-        // block's first row, in a large index, is cache misses away.
+        // block read (whole or in part) ends the read as the question
+        // would have. The block's first row, in a large index, is cache
+        // misses away.
         let one_row = match lo {
             Bound::Included(k) | Bound::Excluded(k) => starting && self.reads_one_row_from(k),
             Bound::Unbounded => false,

@@ -326,10 +326,10 @@ impl SstIter {
         // would have. The block's first row, in a large index, is cache
         // misses away.
         let one_row = match lo {
-            Bound::Included(k) | Bound::Excluded(k) => starting && self.reads_one_row_from(k),
+            Bound::Included(k) | Bound::Excluded(k) => self.reads_one_row_from(k),
             Bound::Unbounded => false,
         };
-        if i >= index.len() || (!one_row && block_starts_past(&self.reader, i, &self.hi)) {
+        if i >= index.len() || (!(starting && one_row) && block_starts_past(&self.reader, i, &self.hi)) {
             // Nothing left in bounds: end without loading the block.
             self.block = None;
             return Ok(());
@@ -346,8 +346,8 @@ impl SstIter {
             other => {
                 self.block = other; // kept alive by `install` as the previous block
                 match lo {
-                    Bound::Included(k) if self.reads_one_row_from(k) => self.load_for_row(i, (k, true))?,
-                    Bound::Excluded(k) if self.reads_one_row_from(k) => self.load_for_row(i, (k, false))?,
+                    Bound::Included(k) if one_row => self.load_for_row(i, (k, true))?,
+                    Bound::Excluded(k) if one_row => self.load_for_row(i, (k, false))?,
                     _ => self.load(i)?,
                 }
             }

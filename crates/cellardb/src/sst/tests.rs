@@ -271,6 +271,59 @@ fn reads_of_one_row_get_from_parts_of_blocks_what_whole_blocks_hold() {
     }
 }
 
+/// A read of one row that the file does not hold, its bloom filter not
+/// asked (as on a false positive), finds nothing: also where the block
+/// the index search lands in begins past the row, which a read of one row
+/// starting does not look up (it decodes the block, or part of it).
+#[test]
+fn a_read_of_one_absent_row_finds_nothing_where_its_block_begins_past_it() {
+    use crate::sst::reader::SstBlockCache;
+    let fs = MemFs::new();
+    // Even rows only, a few entries a block: many odd rows fall between
+    // two blocks.
+    let entries: Vec<Entry> = (0..400)
+        .step_by(2)
+        .flat_map(|r| ["a", "b"].map(|q| Entry::put(format!("r{r:03}").into(), q.into(), 5, 1, "v".into())))
+        .collect();
+    let reader = write(&fs, &entries, 64, Compression::None);
+    let one_row = |row: &str| {
+        let lo = Bound::Included(InternalKey::first_of_row(Bytes::from(row.to_owned())));
+        let hi = Bound::Excluded(InternalKey::first_of_row(Bytes::from(format!("{row}\0"))));
+        (lo, hi)
+    };
+    let keys = reader.index_keys();
+    // Absent rows just before a block's first row: the search lands in
+    // a block that begins past them.
+    let between = (1..400).step_by(2).filter(|r| {
+        let next = format!("r{:03}", r + 1);
+        (0..reader.index().len()).any(|i| keys.first_row(i) == Some(next.as_bytes()))
+    });
+    assert!(between.count() > 20, "few absent rows fall between blocks");
+    for cache in [None, Some(Arc::new(SstBlockCache::new(0))), Some(Arc::new(SstBlockCache::new(1 << 30)))] {
+        let mut shared: Option<SstIter> = None;
+        for r in 0..400 {
+            let row = format!("r{r:03}");
+            let bounds = one_row(&row);
+            let alone = SstIter::new(reader.clone(), cache.clone(), bounds.clone(), false).unwrap();
+            let moved = match shared.as_mut() {
+                Some(it) => {
+                    it.restart(bounds).unwrap();
+                    it
+                }
+                None => shared.insert(SstIter::new(reader.clone(), cache.clone(), bounds, false).unwrap()),
+            };
+            for it in [&alone, &*moved] {
+                let got = it.current().map(|e| e.to_entry());
+                if r % 2 == 1 {
+                    assert_eq!(got, None, "absent row {row}");
+                } else {
+                    assert_eq!(got.map(|e| e.key.row), Some(Bytes::from(row.clone())), "row {row}");
+                }
+            }
+        }
+    }
+}
+
 fn block_ends(reader: &SstReader) -> Vec<(String, String)> {
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     reader.index().iter().map(|e| (text(&e.last_key.row), text(&e.last_key.qualifier))).collect()

@@ -202,7 +202,7 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
     let _ = std::fs::remove_dir(&dir);
     write_report(&args.out, &reports, &config, &machine)?;
     write!(out, "{}", lab::report::markdown(&reports, &config, &machine))?;
-    writeln!(out, "\n(written to {}: report.md, report.csv and the charts)", args.out.display())?;
+    writeln!(out, "\n(written to {}: report.md, report.csv, pace.csv and the charts)", args.out.display())?;
     Ok(())
 }
 
@@ -218,6 +218,7 @@ fn write_report(
     };
     write("report.md", &lab::report::markdown(reports, config, machine))?;
     write("report.csv", &lab::report::csv(reports))?;
+    write("pace.csv", &lab::report::pace_csv(reports))?;
     for (name, svg) in lab::report::charts(reports) {
         write(name, &svg)?;
     }

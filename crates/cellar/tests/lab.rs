@@ -38,6 +38,12 @@ fn cellar_lab_writes_the_report_files() {
     assert_eq!(lines.len(), 5, "a header and a line per round and pattern: {csv}");
     let md = std::fs::read_to_string(report.join("report.md")).unwrap();
     assert!(md.contains("2 runs per point query and form, 4 per fleet query and form"), "{md}");
+    // How the machine ran over each form comes back from the worker
+    // processes with the form's latencies.
+    let pace = std::fs::read_to_string(report.join("pace.csv")).unwrap();
+    let forms = cellardb_lab::report::measured().len();
+    assert_eq!(pace.lines().count(), 1 + 4 * forms, "a header and a line per form, round and pattern: {pace}");
+    assert!(md.contains("## The machine during the queries"), "{md}");
     for file in ["report.md", "bytes_per_measurement.svg", "ingest.svg", "query_latency.svg"] {
         assert!(report.join(file).exists(), "{file}");
     }

@@ -32,7 +32,8 @@
 //!   pattern in each engine, interleaved, each engine's database in a
 //!   process of its own if asked ([`worker`]).
 //! - [`report`]: its report, as markdown, CSV and SVG charts ([`chart`]),
-//!   with the machine it ran on ([`machine`]).
+//!   with the machine it ran on ([`machine`]) and how it ran during each
+//!   query form ([`pace`]).
 //! - `baseline` (feature `rocksdb`): RocksDB holding the same cells under
 //!   the standard cell key, run through the same plans.
 //!
@@ -49,6 +50,7 @@ pub mod generator;
 pub mod machine;
 pub mod measure;
 pub mod memory;
+pub mod pace;
 pub mod plan;
 pub mod queries;
 pub mod report;

@@ -94,6 +94,40 @@ pub fn csv(reports: &[PatternReport]) -> String {
     out
 }
 
+/// The columns of `pace.csv` ([`pace_csv`]).
+pub const PACE_COLUMNS: [&str; 10] =
+    ["pattern", "engine", "round", "query", "form", "p50_us", "wall_ms", "on_cpu", "waited", "yardstick_us"];
+
+/// How the machine ran over each form ([`crate::pace`]) as CSV: a header
+/// of [`PACE_COLUMNS`], then a line per round, pattern, engine, query and
+/// form, in `report.csv`'s order of lines and then the queries' order. A
+/// share the OS did not give is left empty.
+pub fn pace_csv(reports: &[PatternReport]) -> String {
+    let mut out = PACE_COLUMNS.join(",");
+    out.push('\n');
+    let share = |s: Option<f64>| s.map_or_else(String::new, |s| format!("{s:.3}"));
+    for r in reports {
+        for q in &r.queries {
+            let Some(pace) = q.pace else { continue };
+            let fields = [
+                r.pattern.name().to_owned(),
+                r.engine.to_owned(),
+                r.round.to_string(),
+                q.kind.name().to_owned(),
+                q.form.name().to_owned(),
+                format!("{:.1}", micros(q.p50)),
+                format!("{:.3}", pace.wall.as_secs_f64() * 1e3),
+                share(pace.on_cpu),
+                share(pace.waited),
+                format!("{:.1}", micros(pace.yardstick)),
+            ];
+            out.push_str(&fields.join(","));
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// The compression settings as the reports state them: the block
 /// compression, and the dictionary of compacted files if there is one.
 pub(crate) fn compression_text(o: &cellardb::Options) -> String {
@@ -300,6 +334,7 @@ pub fn markdown(reports: &[PatternReport], config: &LabConfig, machine: &Machine
         }
     }
     comparison(reports, &mut out);
+    machine_during_queries(reports, &mut out);
     out
 }
 
@@ -355,6 +390,66 @@ fn comparison(reports: &[PatternReport], out: &mut String) {
                 shown(p99)
             );
         }
+    }
+}
+
+/// A form's yardstick above this many times the run's median yardstick
+/// ran on a slower machine.
+const SLOW_YARDSTICK: f64 = 1.25;
+
+/// A timing thread on a CPU for less than this share of a form's time
+/// waited for a CPU, the disk or the host.
+const ON_CPU_FLOOR: f64 = 0.9;
+
+/// The section on how the machine ran during the queries ([`crate::pace`]):
+/// the yardstick's median and range over every form, and the forms where
+/// the machine ran slow or took the timing thread off its CPU.
+fn machine_during_queries(reports: &[PatternReport], out: &mut String) {
+    let forms: Vec<(&PatternReport, &crate::QueryReport, crate::pace::Pace)> =
+        reports.iter().flat_map(|r| r.queries.iter().filter_map(move |q| Some((r, q, q.pace?)))).collect();
+    let Some(yardstick) = Spread::of(forms.iter().map(|(_, _, p)| p.yardstick.as_secs_f64() * 1e3)) else {
+        return;
+    };
+    let _ = writeln!(out, "\n## The machine during the queries\n");
+    let _ = writeln!(
+        out,
+        "Just before and just after each form on each engine, the lab timed a yardstick (fixed work: a walk \
+         of dependent loads through an 8 MiB buffer; the slower of the two counts), and it asked the \
+         scheduler how long the timing thread ran on a CPU over the form. `pace.csv` has every form. The \
+         yardstick took {} over the forms. A form whose yardstick took more than {SLOW_YARDSTICK}× the \
+         median ran on a slower machine; a thread on a CPU for less than {:.0}% of a form's time waited for \
+         a CPU (\"waiting\": another task had it), for the disk or for the host.\n",
+        yardstick.show(latency_ms),
+        ON_CPU_FLOOR * 100.0
+    );
+    let unusual: Vec<_> = forms
+        .iter()
+        .filter(|(_, _, p)| {
+            p.yardstick.as_secs_f64() * 1e3 > SLOW_YARDSTICK * yardstick.median
+                || p.on_cpu.is_some_and(|s| s < ON_CPU_FLOOR)
+        })
+        .collect();
+    if unusual.is_empty() {
+        let _ = writeln!(out, "No form ran on a slower machine or off its CPU by that measure.");
+        return;
+    }
+    let _ = writeln!(out, "| pattern | engine | round | query | form | p50 | yardstick | on a CPU | waiting |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
+    let percent = |s: Option<f64>| s.map_or_else(|| "-".to_owned(), |s| format!("{:.0}%", s * 100.0));
+    for (r, q, p) in unusual {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.pattern.name(),
+            r.engine,
+            r.round,
+            q.kind.name(),
+            q.form.name(),
+            latency(q.p50),
+            latency(p.yardstick),
+            percent(p.on_cpu),
+            percent(p.waited)
+        );
     }
 }
 
@@ -448,6 +543,7 @@ mod tests {
                 p99: latency,
                 cells_read: 4.0,
                 measurements: 4.0,
+                pace: None,
             }],
         }
     }
@@ -509,5 +605,46 @@ mod tests {
             "| bucket-new-cell | latest | natural | 0.80× (0.50×–0.90×) | 0.80× (0.50×–0.90×) | yes |"
         );
         assert!(latest_line(&[(5, 10), (12, 10), (8, 10)]).ends_with("| 0.80× (0.50×–1.20×) | no |"));
+    }
+
+    fn paced(round: usize, yardstick_us: u64, on_cpu: f64) -> PatternReport {
+        let mut r = report("cellardb", round, 2);
+        r.queries[0].pace = Some(crate::pace::Pace {
+            wall: Duration::from_millis(40),
+            on_cpu: Some(on_cpu),
+            waited: Some(0.01),
+            yardstick: Duration::from_micros(yardstick_us),
+        });
+        r
+    }
+
+    #[test]
+    fn pace_csv_has_a_line_per_form_that_was_paced() {
+        let reports = [paced(0, 1500, 0.98), report("rocksdb", 0, 3)];
+        let csv = pace_csv(&reports);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines[0], PACE_COLUMNS.join(","));
+        assert_eq!(lines[1..], ["bucket-new-cell,cellardb,0,latest,natural,2000.0,40.000,0.980,0.010,1500.0"]);
+    }
+
+    #[test]
+    fn the_report_names_the_forms_that_ran_on_a_slow_machine_or_off_their_cpu() {
+        let reports = [paced(0, 1500, 0.98), paced(1, 3100, 0.97), paced(2, 1500, 0.5), paced(3, 1600, 0.99)];
+        let mut out = String::new();
+        machine_during_queries(&reports, &mut out);
+        let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("| bucket-new-cell")).collect();
+        assert_eq!(
+            rows,
+            [
+                "| bucket-new-cell | cellardb | 1 | latest | natural | 2.00 ms | 3.10 ms | 97% | 1% |",
+                "| bucket-new-cell | cellardb | 2 | latest | natural | 2.00 ms | 1.50 ms | 50% | 1% |",
+            ]
+        );
+        let mut calm = String::new();
+        machine_during_queries(&[paced(0, 1500, 0.98), paced(1, 1600, 0.95)], &mut calm);
+        assert!(calm.contains("No form ran on a slower machine"), "{calm}");
+        let mut none = String::new();
+        machine_during_queries(&[report("cellardb", 0, 1)], &mut none);
+        assert!(none.is_empty(), "no pace, no section: {none}");
     }
 }

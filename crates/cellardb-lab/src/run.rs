@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::pace::{self, Pace};
 use crate::queries::{CellCollector, CellRef, Form, Plan, QueryKind, read_cellardb};
 use crate::worker::Worker;
 use crate::workload::{SchemaPattern, SplitMix64, Workload};
@@ -63,6 +64,9 @@ pub struct QueryReport {
     pub cells_read: f64,
     /// Measurements returned per run, on average.
     pub measurements: f64,
+    /// How the machine ran over the form ([`Pace`]): whether a slow form
+    /// was the machine's or the engine's.
+    pub pace: Option<Pace>,
 }
 
 /// Everything `workload.md` asks a report to state for one pattern.
@@ -473,7 +477,8 @@ fn logical_size(pattern: SchemaPattern, rows: &[(String, Vec<Mutation>)]) -> u64
 /// run is timed with the cells handed to a sink that only counts them, then
 /// read again into a copy that is checked against the generator (for a
 /// query without parameters, whose runs all read the same cells, the first
-/// run's copy; later runs must count as many cells).
+/// run's copy; later runs must count as many cells). How the machine ran
+/// over all of it is noted beside the figures ([`pace`]).
 fn time_query(
     pattern: SchemaPattern,
     w: &Workload,
@@ -482,6 +487,7 @@ fn time_query(
     runs: usize,
     random: &mut SplitMix64,
 ) -> Result<QueryReport> {
+    let clock = pace::Clock::start();
     warm_up(pattern, w, engine, (kind, form), warm_up_runs(runs), random)?;
     let mut latencies = Vec::with_capacity(runs);
     let (mut cells, mut measurements) = (0u64, 0u64);
@@ -529,6 +535,7 @@ fn time_query(
         check(pattern, w, form, &q, &answer.measurements)?;
         checked = Some((count, answer.measurements.len() as u64));
     }
+    let pace = clock.stop();
     latencies.sort();
     // The nearest-rank percentile: the sample at rank ⌈n × percent / 100⌉.
     let at = |percent: usize| latencies[(latencies.len() * percent).div_ceil(100).clamp(1, latencies.len()) - 1];
@@ -540,6 +547,7 @@ fn time_query(
         p99: at(99),
         cells_read: cells as f64 / runs as f64,
         measurements: measurements as f64 / runs as f64,
+        pace: Some(pace),
     })
 }
 

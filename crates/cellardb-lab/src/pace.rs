@@ -10,8 +10,9 @@
 //!   (`/proc/thread-self/schedstat`): the share of the form's wall time the
 //!   thread ran on a CPU, and the share it waited for one while runnable
 //!   (another task had it). The rest, the thread was blocked (on the disk)
-//!   or its virtual CPU was taken by the host: a guest's scheduler does not
-//!   count stolen time as the thread's run time;
+//!   or its virtual CPU was taken by the host: a guest kernel that accounts
+//!   stolen time apart (`CONFIG_PARAVIRT_TIME_ACCOUNTING`) does not count
+//!   it as the thread's run time;
 //! - a yardstick: fixed work, a walk of dependent loads through a buffer
 //!   larger than a core's private caches, timed just before and just after
 //!   the form. Its time moves with the machine (another tenant on the

@@ -95,8 +95,19 @@ pub fn csv(reports: &[PatternReport]) -> String {
 }
 
 /// The columns of `pace.csv` ([`pace_csv`]).
-pub const PACE_COLUMNS: [&str; 10] =
-    ["pattern", "engine", "round", "query", "form", "p50_us", "wall_ms", "on_cpu", "waited", "yardstick_us"];
+pub const PACE_COLUMNS: [&str; 11] = [
+    "pattern",
+    "engine",
+    "round",
+    "query",
+    "form",
+    "p50_us",
+    "wall_ms",
+    "on_cpu",
+    "waited",
+    "core_yardstick_us",
+    "memory_yardstick_us",
+];
 
 /// How the machine ran over each form ([`crate::pace`]) as CSV: a header
 /// of [`PACE_COLUMNS`], then a line per round, pattern, engine, query and
@@ -117,9 +128,10 @@ pub fn pace_csv(reports: &[PatternReport]) -> String {
                 q.form.name().to_owned(),
                 format!("{:.1}", micros(q.p50)),
                 format!("{:.3}", pace.wall.as_secs_f64() * 1e3),
-                share(pace.on_cpu),
+                share(Some(pace.on_cpu)),
                 share(pace.waited),
-                format!("{:.1}", micros(pace.yardstick)),
+                format!("{:.1}", micros(pace.core_yardstick)),
+                format!("{:.1}", micros(pace.memory_yardstick)),
             ];
             out.push_str(&fields.join(","));
             out.push('\n');
@@ -393,8 +405,8 @@ fn comparison(reports: &[PatternReport], out: &mut String) {
     }
 }
 
-/// A form's yardstick above this many times the run's median yardstick
-/// ran on a slower machine.
+/// A form's yardstick above this many times the run's median of that
+/// yardstick ran on a slower machine.
 const SLOW_YARDSTICK: f64 = 1.25;
 
 /// A timing thread on a CPU for less than this share of a form's time
@@ -402,52 +414,56 @@ const SLOW_YARDSTICK: f64 = 1.25;
 const ON_CPU_FLOOR: f64 = 0.9;
 
 /// The section on how the machine ran during the queries ([`crate::pace`]):
-/// the yardstick's median and range over every form, and the forms where
+/// each yardstick's median and range over every form, and the forms where
 /// the machine ran slow or took the timing thread off its CPU.
 fn machine_during_queries(reports: &[PatternReport], out: &mut String) {
     let forms: Vec<(&PatternReport, &crate::QueryReport, crate::pace::Pace)> =
         reports.iter().flat_map(|r| r.queries.iter().filter_map(move |q| Some((r, q, q.pace?)))).collect();
-    let Some(yardstick) = Spread::of(forms.iter().map(|(_, _, p)| p.yardstick.as_secs_f64() * 1e3)) else {
+    let spread = |f: fn(&crate::pace::Pace) -> std::time::Duration| {
+        Spread::of(forms.iter().map(|(_, _, p)| f(p).as_secs_f64() * 1e3))
+    };
+    let (Some(core), Some(memory)) = (spread(|p| p.core_yardstick), spread(|p| p.memory_yardstick)) else {
         return;
     };
     let _ = writeln!(out, "\n## The machine during the queries\n");
     let _ = writeln!(
         out,
-        "Just before and just after each form on each engine, the lab timed a yardstick (fixed work: a walk \
-         of dependent loads through an 8 MiB buffer; the slower of the two counts), and it asked the \
-         scheduler how long the timing thread ran on a CPU over the form. `pace.csv` has every form. The \
-         yardstick took {} over the forms. A form whose yardstick took more than {SLOW_YARDSTICK}× the \
-         median ran on a slower machine; a thread on a CPU for less than {:.0}% of a form's time waited for \
-         a CPU (\"waiting\": another task had it), for the disk or for the host.\n",
-        yardstick.show(latency_ms),
+        "Just before and just after each form on each engine, the lab timed two yardsticks (fixed work: a \
+         walk of dependent loads within a core's private cache, and one through an 8 MiB buffer; the slower \
+         of the two runs counts), and it asked the OS how long the timing thread ran on a CPU over the form. \
+         `pace.csv` has every form. The core's yardstick took {} over the forms, the memory's {}. A form \
+         whose yardstick took more than {SLOW_YARDSTICK}× its median ran on a slower machine; a thread on a \
+         CPU for less than {:.0}% of a form's time waited for a CPU (\"waiting\": another task had it), \
+         for the disk or for the host.\n",
+        core.show(latency_ms),
+        memory.show(latency_ms),
         ON_CPU_FLOOR * 100.0
     );
+    let slow = |d: std::time::Duration, of: Spread| d.as_secs_f64() * 1e3 > SLOW_YARDSTICK * of.median;
     let unusual: Vec<_> = forms
         .iter()
-        .filter(|(_, _, p)| {
-            p.yardstick.as_secs_f64() * 1e3 > SLOW_YARDSTICK * yardstick.median
-                || p.on_cpu.is_some_and(|s| s < ON_CPU_FLOOR)
-        })
+        .filter(|(_, _, p)| slow(p.core_yardstick, core) || slow(p.memory_yardstick, memory) || p.on_cpu < ON_CPU_FLOOR)
         .collect();
     if unusual.is_empty() {
         let _ = writeln!(out, "No form ran on a slower machine or off its CPU by that measure.");
         return;
     }
-    let _ = writeln!(out, "| pattern | engine | round | query | form | p50 | yardstick | on a CPU | waiting |");
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "| pattern | engine | round | query | form | p50 | core | memory | on a CPU | waiting |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
     let percent = |s: Option<f64>| s.map_or_else(|| "-".to_owned(), |s| format!("{:.0}%", s * 100.0));
     for (r, q, p) in unusual {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.pattern.name(),
             r.engine,
             r.round,
             q.kind.name(),
             q.form.name(),
             latency(q.p50),
-            latency(p.yardstick),
-            percent(p.on_cpu),
+            latency(p.core_yardstick),
+            latency(p.memory_yardstick),
+            percent(Some(p.on_cpu)),
             percent(p.waited)
         );
     }
@@ -607,13 +623,14 @@ mod tests {
         assert!(latest_line(&[(5, 10), (12, 10), (8, 10)]).ends_with("| 0.80× (0.50×–1.20×) | no |"));
     }
 
-    fn paced(round: usize, yardstick_us: u64, on_cpu: f64) -> PatternReport {
+    fn paced(round: usize, core_us: u64, on_cpu: f64) -> PatternReport {
         let mut r = report("cellardb", round, 2);
         r.queries[0].pace = Some(crate::pace::Pace {
             wall: Duration::from_millis(40),
-            on_cpu: Some(on_cpu),
+            on_cpu,
             waited: Some(0.01),
-            yardstick: Duration::from_micros(yardstick_us),
+            core_yardstick: Duration::from_micros(core_us),
+            memory_yardstick: Duration::from_millis(4),
         });
         r
     }
@@ -624,7 +641,7 @@ mod tests {
         let csv = pace_csv(&reports);
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines[0], PACE_COLUMNS.join(","));
-        assert_eq!(lines[1..], ["bucket-new-cell,cellardb,0,latest,natural,2000.0,40.000,0.980,0.010,1500.0"]);
+        assert_eq!(lines[1..], ["bucket-new-cell,cellardb,0,latest,natural,2000.0,40.000,0.980,0.010,1500.0,4000.0"]);
     }
 
     #[test]
@@ -636,10 +653,17 @@ mod tests {
         assert_eq!(
             rows,
             [
-                "| bucket-new-cell | cellardb | 1 | latest | natural | 2.00 ms | 3.10 ms | 97% | 1% |",
-                "| bucket-new-cell | cellardb | 2 | latest | natural | 2.00 ms | 1.50 ms | 50% | 1% |",
+                "| bucket-new-cell | cellardb | 1 | latest | natural | 2.00 ms | 3.10 ms | 4.00 ms | 97% | 1% |",
+                "| bucket-new-cell | cellardb | 2 | latest | natural | 2.00 ms | 1.50 ms | 4.00 ms | 50% | 1% |",
             ]
         );
+        let mut memory_slow = paced(1, 1500, 0.98);
+        if let Some(pace) = &mut memory_slow.queries[0].pace {
+            pace.memory_yardstick = Duration::from_millis(9);
+        }
+        let mut out = String::new();
+        machine_during_queries(&[paced(0, 1500, 0.98), memory_slow, paced(2, 1500, 0.98)], &mut out);
+        assert!(out.contains("| cellardb | 1 | latest | natural | 2.00 ms | 1.50 ms | 9.00 ms | 98% | 1% |"), "{out}");
         let mut calm = String::new();
         machine_during_queries(&[paced(0, 1500, 0.98), paced(1, 1600, 0.95)], &mut calm);
         assert!(calm.contains("No form ran on a slower machine"), "{calm}");

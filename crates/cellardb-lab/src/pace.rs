@@ -41,10 +41,10 @@ pub struct Pace {
     pub on_cpu: f64,
     /// Share of `wall` the timing thread waited, runnable, for a CPU.
     pub waited: Option<f64>,
-    /// The core's yardstick ([`Yardstick::Core`]): the slower of its run
-    /// just before the form and its run just after.
+    /// The core's yardstick (a walk within a core's private cache): the
+    /// slower of its run just before the form and its run just after.
     pub core_yardstick: Duration,
-    /// The memory's yardstick ([`Yardstick::Memory`]), the same way.
+    /// The memory's yardstick (a walk through 8 MiB), the same way.
     pub memory_yardstick: Duration,
 }
 

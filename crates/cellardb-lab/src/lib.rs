@@ -30,7 +30,8 @@
 //!   writes first and in the tuned form, and checked against the generator.
 //! - [`run_pattern`], [`run_rounds`]: load, flush, compact and query each
 //!   pattern in each engine, interleaved, each engine's database in a
-//!   process of its own if asked ([`worker`]).
+//!   process of its own if asked ([`worker`]), the engines taking each
+//!   query form's runs in turn, a batch at a time (`timing`).
 //! - [`report`]: its report, as markdown, CSV and SVG charts ([`chart`]),
 //!   with the machine it ran on ([`machine`]) and how it ran during each
 //!   query form ([`pace`]).
@@ -57,6 +58,7 @@ pub mod report;
 mod run;
 pub mod spec;
 pub mod summary;
+mod timing;
 pub mod worker;
 pub mod workload;
 

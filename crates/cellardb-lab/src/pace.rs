@@ -31,50 +31,63 @@ use rustix::time::{ClockId, clock_gettime};
 
 use crate::workload::SplitMix64;
 
-/// How the machine ran over one form on one engine: its untimed warm-up
-/// runs, its timed runs and the reads that check their answers.
+/// How the machine ran over one form on one engine: its batches of runs
+/// (untimed warm-up runs, timed runs and the reads that check their
+/// answers), not the other engines' turns between them.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Pace {
-    /// Wall time of the form.
+    /// Wall time of the form's batches on this engine.
     pub wall: Duration,
     /// Share of `wall` the timing thread ran on a CPU.
     pub on_cpu: f64,
     /// Share of `wall` the timing thread waited, runnable, for a CPU.
     pub waited: Option<f64>,
     /// The core's yardstick (a walk within a core's private cache): the
-    /// slower of its run just before the form and its run just after.
+    /// slower of its run just before the form's first batch and its run
+    /// just after its last.
     pub core_yardstick: Duration,
     /// The memory's yardstick (a walk through 8 MiB), the same way.
     pub memory_yardstick: Duration,
 }
 
-/// A form being timed: [`Clock::start`] before its first run,
-/// [`Clock::stop`] after its last.
+/// A form being timed on one engine: [`Clock::start`] before its first
+/// batch of runs, [`Clock::count`] around each batch, [`Clock::stop`]
+/// after its last. The time between batches, when the other engines take
+/// their turns, is not the form's.
 pub(crate) struct Clock {
     yardsticks: [Duration; 2],
-    waited_ns: Option<u64>,
+    wall: Duration,
     cpu: Duration,
-    started: Instant,
+    /// `None` once the OS has not told.
+    waited_ns: Option<u64>,
 }
 
 impl Clock {
-    /// Runs the yardsticks, then starts the clock and notes the thread's
-    /// CPU time and time waited so far.
+    /// Runs the yardsticks; nothing is counted until [`Clock::count`].
     pub(crate) fn start() -> Self {
         let yardsticks = [Yardstick::Core.time(), Yardstick::Memory.time()];
-        Self { yardsticks, waited_ns: waited_ns(), cpu: thread_cpu_time(), started: Instant::now() }
+        Self { yardsticks, wall: Duration::ZERO, cpu: Duration::ZERO, waited_ns: Some(0) }
     }
 
-    /// Stops the clock and runs the yardsticks again.
+    /// Runs `work`, counting its wall time, the thread's CPU time over it
+    /// and the time the thread waited for a CPU.
+    pub(crate) fn count<T>(&mut self, work: impl FnOnce() -> T) -> T {
+        let (waited_before, cpu_before, started) = (waited_ns(), thread_cpu_time(), Instant::now());
+        let out = work();
+        self.wall += started.elapsed();
+        self.cpu += thread_cpu_time().saturating_sub(cpu_before);
+        let waited = waited_before.zip(waited_ns()).map(|(before, after)| after.saturating_sub(before));
+        self.waited_ns = self.waited_ns.zip(waited).map(|(sum, ns)| sum + ns);
+        out
+    }
+
+    /// Runs the yardsticks again: the form's record.
     pub(crate) fn stop(self) -> Pace {
-        let wall = self.started.elapsed();
-        let cpu = thread_cpu_time().saturating_sub(self.cpu);
-        let waited = self.waited_ns.zip(waited_ns()).map(|(before, after)| after.saturating_sub(before));
-        let share = |ns: u128| ns as f64 / wall.as_nanos().max(1) as f64;
+        let share = |ns: u128| ns as f64 / self.wall.as_nanos().max(1) as f64;
         Pace {
-            wall,
-            on_cpu: share(cpu.as_nanos()),
-            waited: waited.map(|ns| share(u128::from(ns))),
+            wall: self.wall,
+            on_cpu: share(self.cpu.as_nanos()),
+            waited: self.waited_ns.map(|ns| share(u128::from(ns))),
             core_yardstick: self.yardsticks[0].max(Yardstick::Core.time()),
             memory_yardstick: self.yardsticks[1].max(Yardstick::Memory.time()),
         }
@@ -178,12 +191,8 @@ mod tests {
 
     #[test]
     fn a_busy_thread_is_on_a_cpu_for_most_of_a_form() {
-        let clock = Clock::start();
-        let mut x = 0u64;
-        let started = Instant::now();
-        while started.elapsed() < Duration::from_millis(50) {
-            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
-        }
+        let mut clock = Clock::start();
+        clock.count(|| spin(Duration::from_millis(50)));
         let pace = clock.stop();
         assert!(pace.wall >= Duration::from_millis(50));
         assert!(pace.core_yardstick > Duration::ZERO && pace.memory_yardstick > Duration::ZERO);
@@ -195,9 +204,33 @@ mod tests {
 
     #[test]
     fn a_sleeping_thread_is_off_the_cpu() {
-        let clock = Clock::start();
-        std::thread::sleep(Duration::from_millis(50));
+        let mut clock = Clock::start();
+        clock.count(|| std::thread::sleep(Duration::from_millis(50)));
         let pace = clock.stop();
+        assert!(pace.wall >= Duration::from_millis(50));
         assert!(pace.on_cpu < 0.5, "{pace:?}");
+    }
+
+    /// The other engines' turns between a form's batches are not the
+    /// form's: neither its wall time nor a share of it.
+    #[test]
+    fn only_the_counted_batches_are_the_forms() {
+        let mut clock = Clock::start();
+        clock.count(|| spin(Duration::from_millis(20)));
+        std::thread::sleep(Duration::from_millis(300));
+        clock.count(|| spin(Duration::from_millis(20)));
+        let pace = clock.stop();
+        assert!(pace.wall >= Duration::from_millis(40) && pace.wall < Duration::from_millis(300), "{pace:?}");
+        let waited = pace.waited.unwrap_or(0.0);
+        assert!(pace.on_cpu + waited > 0.5, "{pace:?}");
+    }
+
+    /// Keeps the thread busy for `d`.
+    fn spin(d: Duration) {
+        let mut x = 0u64;
+        let started = Instant::now();
+        while started.elapsed() < d {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
+        }
     }
 }

@@ -158,7 +158,8 @@ fn runs_text(samples: usize, fleet_samples: Option<usize>) -> String {
         if scan.min(fleet).min(point) < 100 { "; over fewer than 100 runs a p99 is the slowest run" } else { "" };
     format!(
         "{point} runs per point query and form, {fleet} per fleet query and form and {scan} of the full scan \
-         (each form on each engine after a tenth as many untimed runs{slowest})"
+         (the engines taking each form's runs in turn, in batches of at least 10, each batch after a tenth as \
+         many untimed runs{slowest})"
     )
 }
 
@@ -430,7 +431,8 @@ fn machine_during_queries(reports: &[PatternReport], out: &mut String) {
         out,
         "Just before and just after each form on each engine, the lab timed two yardsticks (fixed work: a \
          walk of dependent loads within a core's private cache, and one through an 8 MiB buffer; the slower \
-         of the two runs counts), and it asked the OS how long the timing thread ran on a CPU over the form. \
+         of the two runs counts), and it asked the OS how long the timing thread ran on a CPU over the form's \
+         batches on that engine. \
          `pace.csv` has every form. The core's yardstick took {} over the forms, the memory's {}. A form \
          whose yardstick took more than {SLOW_YARDSTICK}× its median ran on a slower machine; a thread on a \
          CPU for less than {:.0}% of a form's time waited for a CPU (\"waiting\": another task had it), \

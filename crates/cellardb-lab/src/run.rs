@@ -3,8 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::pace::{self, Pace};
-use crate::queries::{CellCollector, CellRef, Form, Plan, QueryKind, read_cellardb};
+use crate::pace::Pace;
+use crate::queries::{CellRef, Form, Plan, QueryKind, read_cellardb};
+use crate::timing::{self, FormTiming};
 use crate::worker::Worker;
 use crate::workload::{SchemaPattern, SplitMix64, Workload};
 use cellardb::{Db, Error, GcRule, Mutation, Options, Result, Table};
@@ -263,6 +264,9 @@ pub(crate) struct Loaded {
     report: PatternReport,
     /// The query parameters: every engine draws the same sequence.
     random: SplitMix64,
+    /// The form being timed, between its batches (boxed: a database
+    /// between forms carries none).
+    timing: Option<Box<FormTiming>>,
 }
 
 impl Loaded {
@@ -289,7 +293,7 @@ impl Loaded {
             write_amplification: 0.0,
             queries: Vec::new(),
         };
-        Loaded { engine, dir, report, random: SplitMix64(config.seed) }
+        Loaded { engine, dir, report, random: SplitMix64(config.seed), timing: None }
     }
 
     /// A fresh database of `engine` for `pattern` under `config.dir`.
@@ -302,13 +306,42 @@ impl Loaded {
         Ok(Loaded::new(name, dir, engine, config, pattern))
     }
 
-    /// Times query `kind` in `form` ([`time_query`]), its parameters the
-    /// next ones of this database's sequence, and adds the figures to the
-    /// report.
-    pub(crate) fn time(&mut self, config: &LabConfig, pattern: SchemaPattern, query: (QueryKind, Form)) -> Result<()> {
-        let runs = runs_of(query.0, config.samples, config.fleet_samples);
-        let figures = time_query(pattern, &config.workload, &*self.engine, query, runs, &mut self.random)?;
-        self.report.queries.push(figures);
+    /// Begins timing query `kind` in `form` ([`FormTiming::begin`]).
+    ///
+    /// # Errors
+    /// `Error::InvalidArgument` if another form is being timed.
+    pub(crate) fn begin(&mut self, (kind, form): (QueryKind, Form)) -> Result<()> {
+        if let Some((k, f)) = self.timing.as_ref().map(|t| t.query()) {
+            return Err(Error::InvalidArgument(format!(
+                "{} ({}) begun while {} ({}) is being timed",
+                kind.name(),
+                form.name(),
+                k.name(),
+                f.name()
+            )));
+        }
+        self.timing = Some(Box::new(FormTiming::begin((kind, form))));
+        Ok(())
+    }
+
+    /// Times a batch of `runs` runs of the form begun ([`FormTiming::run`]),
+    /// their parameters the next ones of this database's sequence.
+    ///
+    /// # Errors
+    /// `Error::InvalidArgument` if no form was begun; a run's error.
+    pub(crate) fn time(&mut self, config: &LabConfig, pattern: SchemaPattern, runs: usize) -> Result<()> {
+        let timing = self.timing.as_mut().ok_or_else(|| no_form("timed"))?;
+        timing.run(pattern, &config.workload, &*self.engine, runs, &mut self.random)
+    }
+
+    /// Ends the form begun, adding its figures to the report.
+    ///
+    /// # Errors
+    /// `Error::InvalidArgument` if no form was begun, or none of its runs
+    /// timed.
+    pub(crate) fn end(&mut self) -> Result<()> {
+        let timing = self.timing.take().ok_or_else(|| no_form("ended"))?;
+        self.report.queries.push(timing.end()?);
         Ok(())
     }
 
@@ -390,11 +423,17 @@ impl Loaded {
 /// Events made ahead of being written, off the ingest's clock.
 const INGEST_BATCH: usize = 4096;
 
+/// A batch asked of an engine with no form begun.
+fn no_form(what: &str) -> Error {
+    Error::InvalidArgument(format!("a batch of runs {what} with no query form begun"))
+}
+
 /// Times every query in every form on each of `loaded`, which hold
-/// `pattern`, in the order they were loaded: a query's runs on one engine,
-/// then the same runs (the same parameters) on the next, the engines'
-/// order alternating from one query to the next ([`turn_order`]), so that
-/// a slow spell of the machine weighs on the engines alike.
+/// `pattern`, in the order they were loaded. A form's runs are split into
+/// batches ([`timing::batches`]); the engines take each batch in turn,
+/// with the same parameters, the engines' order alternating from one
+/// batch to the next and from one form to the next ([`turn_order`]), so
+/// that a slow spell of the machine weighs on the engines alike.
 fn time_queries(
     config: &LabConfig,
     pattern: SchemaPattern,
@@ -404,26 +443,41 @@ fn time_queries(
     let forms = QueryKind::ALL.into_iter().flat_map(|kind| kind.forms().iter().map(move |&form| (kind, form)));
     for (i, (kind, form)) in forms.enumerate() {
         let runs = runs_of(kind, config.samples, config.fleet_samples);
-        for e in turn_order(loaded.len(), i) {
-            progress(Progress { pattern, stage: kind.name(), done: 0, total: runs as u64 });
-            // Each form draws its own parameters: with the same ones, the
-            // form measured second would find the first one's blocks cached.
-            loaded[e].time(config, pattern, (kind, form), progress)?;
+        // Each form draws its own parameters: with the same ones, the
+        // form measured second would find the first one's blocks cached.
+        let batches = timing::batches(runs);
+        let mut done = 0;
+        for (b, &batch) in batches.iter().enumerate() {
+            for e in turn_order(loaded.len(), i, b) {
+                progress(Progress { pattern, stage: kind.name(), done: done as u64, total: runs as u64 });
+                let this = &mut loaded[e];
+                if b == 0 {
+                    this.begin((kind, form), progress)?;
+                }
+                this.time(config, pattern, batch, progress)?;
+                if b + 1 == batches.len() {
+                    this.end(progress)?;
+                }
+            }
+            done += batch;
         }
     }
     Ok(())
 }
 
 /// The order in which the `n` engines of a round, in the order they were
-/// loaded, run the query form numbered `form`: loaded order for even
-/// forms, reversed for odd ones. The load order is itself reversed from
-/// one round to the next ([`load_order`]), so each form's first engine
-/// alternates from round to round as well. (Reversing here by round too
-/// would undo that: each form would then run on the same engine first in
-/// every round, after the same other engine's runs.)
-fn turn_order(n: usize, form: usize) -> Vec<usize> {
+/// loaded, run batch `batch` of the query form numbered `form`: loaded
+/// order when `form + batch` is even, reversed when it is odd. So within
+/// a form the engines go A B, B A, A B..., and each form's first batch
+/// starts with the engine the previous form's did not. The load order is
+/// itself reversed from one round to the next ([`load_order`]), so each
+/// form's first engine alternates from round to round as well.
+/// (Reversing here by round too would undo that: each form would then run
+/// on the same engine first in every round, after the same other engine's
+/// runs.)
+fn turn_order(n: usize, form: usize, batch: usize) -> Vec<usize> {
     let mut order: Vec<usize> = (0..n).collect();
-    if form % 2 == 1 {
+    if (form + batch) % 2 == 1 {
         order.reverse();
     }
     order
@@ -470,130 +524,6 @@ fn logical_size(pattern: SchemaPattern, rows: &[(String, Vec<Mutation>)]) -> u64
         }
     }
     total
-}
-
-/// Runs `runs` queries of `kind` in `form` with random parameters, after
-/// a few untimed ones ([`warm_up`]). Each
-/// run is timed with the cells handed to a sink that only counts them, then
-/// read again into a copy that is checked against the generator (for a
-/// query without parameters, whose runs all read the same cells, the first
-/// run's copy; later runs must count as many cells). How the machine ran
-/// over all of it is noted beside the figures ([`pace`]).
-fn time_query(
-    pattern: SchemaPattern,
-    w: &Workload,
-    engine: &dyn LabEngine,
-    (kind, form): (QueryKind, Form),
-    runs: usize,
-    random: &mut SplitMix64,
-) -> Result<QueryReport> {
-    let clock = pace::Clock::start();
-    warm_up(pattern, w, engine, (kind, form), warm_up_runs(runs), random)?;
-    let mut latencies = Vec::with_capacity(runs);
-    let (mut cells, mut measurements) = (0u64, 0u64);
-    // The first run's cells and measurements, once checked.
-    let mut checked = None;
-    for _ in 0..runs {
-        let q = kind.sample(w, random.next_u64());
-        let plans = q.plans(pattern, w, form);
-        let (mut count, mut value_bytes) = (0u64, 0usize);
-        let started = Instant::now();
-        for plan in &plans {
-            engine.read(plan, &mut |c| {
-                count += 1;
-                value_bytes += c.value.len();
-            })?;
-        }
-        latencies.push(started.elapsed());
-        std::hint::black_box(value_bytes);
-        if let Some((first_cells, first_measurements)) = checked.filter(|_| kind.is_fixed()) {
-            if count != first_cells {
-                return Err(Error::InvalidArgument(format!(
-                    "{} on {} read {count} cells, where its first run read {first_cells}",
-                    kind.name(),
-                    pattern.name(),
-                )));
-            }
-            (cells, measurements) = (cells + count, measurements + first_measurements);
-            continue;
-        }
-        let mut copy = CellCollector::default();
-        for plan in &plans {
-            engine.read(plan, &mut |c| copy.push(c))?;
-        }
-        let answer = q.answer(pattern, w, form, &copy)?;
-        if answer.cells_read != count {
-            return Err(Error::InvalidArgument(format!(
-                "{} on {} read {count} cells, then {}: {q:?}",
-                kind.name(),
-                pattern.name(),
-                answer.cells_read
-            )));
-        }
-        cells += count;
-        measurements += answer.measurements.len() as u64;
-        check(pattern, w, form, &q, &answer.measurements)?;
-        checked = Some((count, answer.measurements.len() as u64));
-    }
-    let pace = clock.stop();
-    latencies.sort();
-    // The nearest-rank percentile: the sample at rank ⌈n × percent / 100⌉.
-    let at = |percent: usize| latencies[(latencies.len() * percent).div_ceil(100).clamp(1, latencies.len()) - 1];
-    Ok(QueryReport {
-        kind,
-        form,
-        runs,
-        p50: at(50),
-        p99: at(99),
-        cells_read: cells as f64 / runs as f64,
-        measurements: measurements as f64 / runs as f64,
-        pace: Some(pace),
-    })
-}
-
-/// Untimed runs before a form's timed ones on an engine: a tenth as many,
-/// at least one.
-fn warm_up_runs(runs: usize) -> usize {
-    runs.div_ceil(10).max(1)
-}
-
-/// Runs `runs` queries of `kind` in `form` untimed, with parameters of
-/// their own (drawn from `random`, as the timed runs' are). Without them
-/// a form's first timed run on the engine that goes second found the
-/// machine as the other engine's runs had left it, and with the fleet
-/// queries' few runs that one run was the p99.
-fn warm_up(
-    pattern: SchemaPattern,
-    w: &Workload,
-    engine: &dyn LabEngine,
-    (kind, form): (QueryKind, Form),
-    runs: usize,
-    random: &mut SplitMix64,
-) -> Result<()> {
-    for _ in 0..runs {
-        let q = kind.sample(w, random.next_u64());
-        let mut value_bytes = 0usize;
-        for plan in &q.plans(pattern, w, form) {
-            engine.read(plan, &mut |c| value_bytes += c.value.len())?;
-        }
-        std::hint::black_box(value_bytes);
-    }
-    Ok(())
-}
-
-fn check(pattern: SchemaPattern, w: &Workload, form: Form, q: &crate::Query, got: &[crate::Measurement]) -> Result<()> {
-    let expected = q.expected(w);
-    if got == expected {
-        return Ok(());
-    }
-    Err(Error::InvalidArgument(format!(
-        "{} ({}) on {} returned {} measurements, the generator says {}: {q:?}",
-        q.kind().name(),
-        form.name(),
-        pattern.name(),
-        got.len(),
-        expected.len()
-    )))
 }
 
 /// An engine the lab measures.
@@ -719,16 +649,30 @@ impl Entrant {
         }
     }
 
+    fn begin(&mut self, query: (QueryKind, Form), progress: &mut dyn FnMut(Progress<'_>)) -> Result<()> {
+        match self {
+            Entrant::Here(loaded) => loaded.begin(query),
+            Entrant::Apart(worker) => worker.begin(query, progress),
+        }
+    }
+
     fn time(
         &mut self,
         config: &LabConfig,
         pattern: SchemaPattern,
-        query: (QueryKind, Form),
+        runs: usize,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<()> {
         match self {
-            Entrant::Here(loaded) => loaded.time(config, pattern, query),
-            Entrant::Apart(worker) => worker.time(query, progress),
+            Entrant::Here(loaded) => loaded.time(config, pattern, runs),
+            Entrant::Apart(worker) => worker.time(runs, progress),
+        }
+    }
+
+    fn end(&mut self, progress: &mut dyn FnMut(Progress<'_>)) -> Result<()> {
+        match self {
+            Entrant::Here(loaded) => loaded.end(),
+            Entrant::Apart(worker) => worker.end(progress),
         }
     }
 
@@ -779,16 +723,64 @@ mod tests {
         for form in 0..forms {
             let first = |round| {
                 let loaded = load_order(&["cellardb", "rocksdb"], round);
-                loaded[turn_order(loaded.len(), form)[0]]
+                loaded[turn_order(loaded.len(), form, 0)[0]]
             };
             assert_ne!(first(0), first(1), "form {form}");
             assert_eq!(first(0), first(2), "form {form}");
         }
         for round in 0..2 {
             let loaded = load_order(&["a", "b"], round);
-            let firsts: Vec<&str> = (0..forms).map(|f| loaded[turn_order(2, f)[0]]).collect();
+            let firsts: Vec<&str> = (0..forms).map(|f| loaded[turn_order(2, f, 0)[0]]).collect();
             assert!(firsts.windows(2).all(|w| w[0] != w[1]), "round {round}: {firsts:?}");
         }
+    }
+
+    /// Within a form the engines take its batches in turn, A B then B A:
+    /// neither always runs a batch right after the other's, and every
+    /// batch runs on every engine.
+    #[test]
+    fn the_engines_take_a_forms_batches_in_turn() {
+        for form in 0..4 {
+            let turns: Vec<Vec<usize>> = (0..6).map(|batch| turn_order(2, form, batch)).collect();
+            assert!(turns.iter().all(|t| t.len() == 2 && t.contains(&0) && t.contains(&1)), "{turns:?}");
+            assert!(turns.windows(2).all(|w| w[0][0] != w[1][0]), "form {form}: {turns:?}");
+        }
+    }
+
+    /// An engine times one form at a time: a batch with no form begun, a
+    /// second form begun before the first ends, or a form ended with no
+    /// run are errors, and the database's report takes no figures from
+    /// them.
+    #[test]
+    fn an_engine_times_one_form_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LabConfig {
+            workload: Workload::new(2, 1),
+            options: Options::default(),
+            dir: dir.path().to_path_buf(),
+            samples: 4,
+            fleet_samples: None,
+            seed: 3,
+            rounds: 1,
+        };
+        let pattern = SchemaPattern::BucketNewCell;
+        let mut loaded = Loaded::open(&config, Engine::Cellardb, pattern).unwrap();
+        loaded.load(&config, pattern, &mut |_| {}).unwrap();
+        let latest = (QueryKind::Latest, Form::Natural);
+        assert!(loaded.time(&config, pattern, 2).unwrap_err().to_string().contains("no query form begun"));
+        assert!(loaded.end().is_err());
+        loaded.begin(latest).unwrap();
+        let err = loaded.begin((QueryKind::MetricHour, Form::Tuned)).unwrap_err().to_string();
+        assert!(err.contains("being timed"), "{err}");
+        loaded.time(&config, pattern, 2).unwrap();
+        loaded.time(&config, pattern, 3).unwrap();
+        loaded.end().unwrap();
+        loaded.begin(latest).unwrap();
+        assert!(loaded.end().unwrap_err().to_string().contains("no run timed"));
+        let report = loaded.finish().unwrap();
+        assert_eq!(report.queries.len(), 1);
+        assert_eq!((report.queries[0].kind, report.queries[0].runs), (QueryKind::Latest, 5));
+        assert!(report.queries[0].pace.is_some());
     }
 
     /// Engines queried in turn get the same parameters, run for run, each
@@ -801,7 +793,8 @@ mod tests {
             workload: Workload::new(2, 1),
             options: Options::default(),
             dir: dir.path().to_path_buf(),
-            samples: 4,
+            // Point queries in two batches.
+            samples: 25,
             fleet_samples: None,
             seed: 3,
             rounds: 1,
@@ -826,8 +819,8 @@ mod tests {
         let runs: usize = QueryKind::ALL
             .iter()
             .map(|&k| {
-                let timed = runs_of(k, config.samples, config.fleet_samples);
-                k.forms().len() * (timed + warm_up_runs(timed))
+                let batches = timing::batches(runs_of(k, config.samples, config.fleet_samples));
+                k.forms().len() * batches.iter().map(|&b| b + timing::warm_up_runs(b)).sum::<usize>()
             })
             .sum();
         let mut fresh = SplitMix64(config.seed);

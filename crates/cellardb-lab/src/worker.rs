@@ -34,8 +34,13 @@ use cellardb::{Error, Result};
 enum Request {
     /// Ingest the workload, flush and compact.
     Load,
-    /// Time a query in a form, with the next parameters of the sequence.
-    Time(QueryKind, Form),
+    /// Begin timing a query in a form.
+    Begin(QueryKind, Form),
+    /// Time a batch of this many runs of the form begun, with the next
+    /// parameters of the sequence.
+    Time(usize),
+    /// End the form begun: its figures go into the report.
+    End,
     /// Close and remove the database, and send the report.
     Finish,
 }
@@ -123,7 +128,9 @@ fn carry_out(
 ) -> Result<()> {
     match request {
         Request::Load => loaded.load(config, pattern, &mut |p| send_progress(replies, p)),
-        Request::Time(kind, form) => loaded.time(config, pattern, (kind, form)),
+        Request::Begin(kind, form) => loaded.begin((kind, form)),
+        Request::Time(runs) => loaded.time(config, pattern, runs),
+        Request::End => loaded.end(),
         Request::Finish => Ok(()),
     }
 }
@@ -193,13 +200,23 @@ impl Worker {
         self.ask(Request::Load, progress).and_then(|reply| self.expect_done(reply))
     }
 
-    /// Times query `kind` in `form` on the worker's database.
-    pub(crate) fn time(
+    /// Begins timing query `kind` in `form` on the worker's database.
+    pub(crate) fn begin(
         &mut self,
         (kind, form): (QueryKind, Form),
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<()> {
-        self.ask(Request::Time(kind, form), progress).and_then(|reply| self.expect_done(reply))
+        self.ask(Request::Begin(kind, form), progress).and_then(|reply| self.expect_done(reply))
+    }
+
+    /// Times a batch of `runs` runs of the form begun.
+    pub(crate) fn time(&mut self, runs: usize, progress: &mut dyn FnMut(Progress<'_>)) -> Result<()> {
+        self.ask(Request::Time(runs), progress).and_then(|reply| self.expect_done(reply))
+    }
+
+    /// Ends the form begun: its figures go into the worker's report.
+    pub(crate) fn end(&mut self, progress: &mut dyn FnMut(Progress<'_>)) -> Result<()> {
+        self.ask(Request::End, progress).and_then(|reply| self.expect_done(reply))
     }
 
     /// Has the worker close and remove its database, waits for it to end,
@@ -282,7 +299,7 @@ mod tests {
             workload: Workload::new(2, 1),
             options: Options::default(),
             dir: dir.to_path_buf(),
-            samples: 4,
+            samples: 25,
             fleet_samples: None,
             seed: 3,
             rounds: 1,
@@ -319,9 +336,17 @@ mod tests {
         assert!(["ingest", "flush", "compact"].iter().all(|s| stages.iter().any(|t| t == s)), "{stages:?}");
         let mut local = Loaded::open(&here, Engine::Cellardb, pattern).unwrap();
         local.load(&here, pattern, &mut |_| {}).unwrap();
+        // Each form in batches, as a round's engines take them (the point
+        // queries' 25 runs in two).
         for query in forms() {
-            worker.time(query, &mut |_| {}).unwrap();
-            local.time(&here, pattern, query).unwrap();
+            worker.begin(query, &mut |_| {}).unwrap();
+            local.begin(query).unwrap();
+            for batch in crate::timing::batches(crate::run::runs_of(query.0, here.samples, here.fleet_samples)) {
+                worker.time(batch, &mut |_| {}).unwrap();
+                local.time(&here, pattern, batch).unwrap();
+            }
+            worker.end(&mut |_| {}).unwrap();
+            local.end().unwrap();
         }
         let (a, b) = (worker.finish().unwrap(), local.finish().unwrap());
         served.join().unwrap().unwrap();
@@ -367,7 +392,7 @@ mod tests {
         // A request that does not parse ends the worker, and its database.
         let (mut worker, served) = worker_on_thread(apart, pattern);
         worker.load(&mut |_| {}).unwrap();
-        worker.requests.write_all(b"{\"Time\":[\"NoSuchQuery\",\"Natural\"]}\n").unwrap();
+        worker.requests.write_all(b"{\"Begin\":[\"NoSuchQuery\",\"Natural\"]}\n").unwrap();
         let err = served.join().unwrap().unwrap_err().to_string();
         assert!(err.contains("a lab worker's request"), "{err}");
         assert!(!dir.path().join("cellardb-single-ts-serialized").exists());

@@ -27,6 +27,7 @@
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
 use rustix::time::{ClockId, clock_gettime};
 
 use crate::workload::SplitMix64;
@@ -90,6 +91,44 @@ impl Clock {
             waited: self.waited_ns.map(|ns| share(u128::from(ns))),
             core_yardstick: self.yardsticks[0].max(Yardstick::Core.time()),
             memory_yardstick: self.yardsticks[1].max(Yardstick::Memory.time()),
+        }
+    }
+}
+
+/// The calling thread held on one CPU, the same for every engine, until
+/// dropped.
+///
+/// A virtual machine's CPUs do not run at one speed: each is a thread of
+/// the host, and one can run slower than the other for a while, as when
+/// another tenant shares its core. An engine's worker process tends to
+/// stay on the CPU it started on, so two engines timed in turn could each
+/// meet their own CPU's speed, and the turns would not even it out. So
+/// each engine times its forms on the highest-numbered CPU its process
+/// may use, which is the same CPU in every worker of a run.
+pub(crate) struct Pinned {
+    /// The CPUs the thread could run on before, restored on drop; `None`
+    /// if the OS did not let it be pinned.
+    before: Option<CpuSet>,
+}
+
+impl Pinned {
+    /// Pins the calling thread to the highest-numbered CPU it may run on.
+    /// Where the OS refuses, the thread runs where it would have.
+    pub(crate) fn to_last_cpu() -> Pinned {
+        let Ok(allowed) = sched_getaffinity(None) else { return Pinned { before: None } };
+        let Some(cpu) = (0..CpuSet::MAX_CPU).rev().find(|&c| allowed.is_set(c)) else {
+            return Pinned { before: None };
+        };
+        let mut one = CpuSet::new();
+        one.set(cpu);
+        Pinned { before: sched_setaffinity(None, &one).is_ok().then_some(allowed) }
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        if let Some(before) = &self.before {
+            let _ = sched_setaffinity(None, before);
         }
     }
 }
@@ -223,6 +262,25 @@ mod tests {
         assert!(pace.wall >= Duration::from_millis(40) && pace.wall < Duration::from_millis(300), "{pace:?}");
         let waited = pace.waited.unwrap_or(0.0);
         assert!(pace.on_cpu + waited > 0.5, "{pace:?}");
+    }
+
+    /// A pinned thread runs on one CPU, the last it may use, and on the
+    /// CPUs it could use before once unpinned.
+    #[test]
+    fn a_pinned_thread_runs_on_its_last_cpu_until_unpinned() {
+        std::thread::spawn(|| {
+            let before = sched_getaffinity(None).unwrap();
+            let last = (0..CpuSet::MAX_CPU).rev().find(|&c| before.is_set(c)).unwrap();
+            let pinned = Pinned::to_last_cpu();
+            let now = sched_getaffinity(None).unwrap();
+            assert_eq!(now.count(), 1);
+            assert!(now.is_set(last));
+            assert_eq!(rustix::thread::sched_getcpu(), last);
+            drop(pinned);
+            assert_eq!(sched_getaffinity(None).unwrap(), before);
+        })
+        .join()
+        .unwrap();
     }
 
     /// Keeps the thread busy for `d`.

@@ -423,7 +423,7 @@ impl Loaded {
 /// Events made ahead of being written, off the ingest's clock.
 const INGEST_BATCH: usize = 4096;
 
-/// A batch asked of an engine with no form begun.
+/// An engine asked to time or end a form with none begun.
 fn no_form(what: &str) -> Error {
     Error::InvalidArgument(format!("a batch of runs {what} with no query form begun"))
 }

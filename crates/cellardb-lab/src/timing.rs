@@ -1,13 +1,14 @@
 //! A query form timed on one engine, a batch of runs at a time.
 //!
 //! On a shared machine a core can run at half its speed for a while, and
-//! a while can be shorter than a form: a thousand point reads take tens
-//! of milliseconds on each engine. Timed whole, one engine's form can
-//! fall in a slow spell and the other's, run just before or after it,
-//! not. So the lab splits each form's runs into batches ([`batches`]) and
+//! the while can be shorter than the time the engines take over a form's
+//! runs. Timed whole, one engine's form can fall in a slow spell and the
+//! other's, run just before or after it, not. So the lab splits each form's runs into batches ([`batches`]) and
 //! the engines take the batches in turn, each engine timing its share
 //! with a [`FormTiming`] kept between its turns: a spell that lasts a few
-//! batches then weighs on both engines' figures of the form alike.
+//! batches then weighs on both engines' figures of the form alike. And
+//! as a virtual machine's CPUs can each have spells of their own, every
+//! engine times its batches on the same CPU ([`pace::Pinned`]).
 //!
 //! Promise: every run is checked against the generator, and an engine's
 //! figures are those of its own runs alone, whatever ran between them.
@@ -51,6 +52,9 @@ pub(crate) struct FormTiming {
     form: Form,
     tally: Tally,
     clock: pace::Clock,
+    /// The timing thread on the CPU every engine times on, until the form
+    /// ends.
+    _pinned: pace::Pinned,
 }
 
 /// What a form's timed runs have found so far.
@@ -64,10 +68,13 @@ struct Tally {
 }
 
 impl FormTiming {
-    /// Begins timing query `kind` in `form`: runs the machine's
-    /// yardsticks ([`pace::Clock::start`]).
+    /// Begins timing query `kind` in `form`: pins the calling thread to
+    /// the CPU every engine times on ([`pace::Pinned`]), then runs the
+    /// machine's yardsticks ([`pace::Clock::start`]). Every batch of the
+    /// form must run on this thread.
     pub(crate) fn begin((kind, form): (QueryKind, Form)) -> FormTiming {
-        FormTiming { kind, form, tally: Tally::default(), clock: pace::Clock::start() }
+        let pinned = pace::Pinned::to_last_cpu();
+        FormTiming { kind, form, tally: Tally::default(), clock: pace::Clock::start(), _pinned: pinned }
     }
 
     /// The query and form being timed.
@@ -104,7 +111,7 @@ impl FormTiming {
     /// # Errors
     /// `Error::InvalidArgument` if no run was timed.
     pub(crate) fn end(self) -> Result<QueryReport> {
-        let FormTiming { kind, form, tally: Tally { mut latencies, cells, measurements, .. }, clock } = self;
+        let FormTiming { kind, form, tally: Tally { mut latencies, cells, measurements, .. }, clock, _pinned } = self;
         let pace = clock.stop();
         let runs = latencies.len();
         if runs == 0 {

@@ -21,6 +21,9 @@
 //!   cache and memory). Their times move with the machine and with no
 //!   engine.
 //!
+//! And since a virtual machine's CPUs can each run slow at their own
+//! times, every engine times its forms on the same CPU (`Pinned`).
+//!
 //! Promise: nothing here fails. Where the OS gives no scheduler
 //! statistics, the share waited is `None`.
 

@@ -3,12 +3,13 @@
 //! On a shared machine a core can run at half its speed for a while, and
 //! the while can be shorter than the time the engines take over a form's
 //! runs. Timed whole, one engine's form can fall in a slow spell and the
-//! other's, run just before or after it, not. So the lab splits each form's runs into batches ([`batches`]) and
-//! the engines take the batches in turn, each engine timing its share
-//! with a [`FormTiming`] kept between its turns: a spell that lasts a few
-//! batches then weighs on both engines' figures of the form alike. And
-//! as a virtual machine's CPUs can each have spells of their own, every
-//! engine times its batches on the same CPU ([`pace::Pinned`]).
+//! other's, run just before or after it, not. So the lab splits each
+//! form's runs into batches ([`batches`]) and the engines take the
+//! batches in turn, each engine timing its share with a [`FormTiming`]
+//! kept between its turns: a spell that lasts a few batches then weighs
+//! on both engines' figures of the form alike. And as a virtual machine's
+//! CPUs can each have spells of their own, every engine times its
+//! batches on the same CPU ([`pace::Pinned`]).
 //!
 //! Promise: every run is checked against the generator, and an engine's
 //! figures are those of its own runs alone, whatever ran between them.

@@ -747,6 +747,20 @@ mod tests {
         }
     }
 
+    /// A run of two balloons for a day under `dir`, `samples` runs a point
+    /// query.
+    fn small_config(dir: &Path, samples: usize) -> LabConfig {
+        LabConfig {
+            workload: Workload::new(2, 1),
+            options: Options::default(),
+            dir: dir.to_path_buf(),
+            samples,
+            fleet_samples: None,
+            seed: 3,
+            rounds: 1,
+        }
+    }
+
     /// An engine times one form at a time: a batch with no form begun, a
     /// second form begun before the first ends, or a form ended with no
     /// run are errors, and the database's report takes no figures from
@@ -754,15 +768,7 @@ mod tests {
     #[test]
     fn an_engine_times_one_form_at_a_time() {
         let dir = tempfile::tempdir().unwrap();
-        let config = LabConfig {
-            workload: Workload::new(2, 1),
-            options: Options::default(),
-            dir: dir.path().to_path_buf(),
-            samples: 4,
-            fleet_samples: None,
-            seed: 3,
-            rounds: 1,
-        };
+        let config = small_config(dir.path(), 4);
         let pattern = SchemaPattern::BucketNewCell;
         let mut loaded = Loaded::open(&config, Engine::Cellardb, pattern).unwrap();
         loaded.load(&config, pattern, &mut |_| {}).unwrap();
@@ -789,16 +795,8 @@ mod tests {
     #[test]
     fn engines_queried_in_turn_answer_the_same_queries() {
         let dir = tempfile::tempdir().unwrap();
-        let config = LabConfig {
-            workload: Workload::new(2, 1),
-            options: Options::default(),
-            dir: dir.path().to_path_buf(),
-            // Point queries in two batches.
-            samples: 25,
-            fleet_samples: None,
-            seed: 3,
-            rounds: 1,
-        };
+        // Point queries in two batches.
+        let config = small_config(dir.path(), 25);
         let pattern = SchemaPattern::BucketNewCell;
         let mut loaded: Vec<Entrant> = ["a", "b"]
             .into_iter()

@@ -176,8 +176,7 @@ pub fn run(args: &Args, out: &mut Out) -> Outcome {
         rounds: args.rounds,
     };
     if let Some((engine, pattern)) = args.worker {
-        let (requests, replies) = (std::io::stdin().lock(), std::io::stdout().lock());
-        return Ok(lab::worker::serve(&config, engine, pattern, requests, replies)?);
+        return Ok(lab::worker::serve_stdio(&config, engine, pattern)?);
     }
     let machine = lab::machine::describe(&dir);
     let bars = Bars::new();

@@ -48,6 +48,7 @@ pub mod chart;
 pub mod design;
 pub mod endpoint;
 pub mod generator;
+mod ingest;
 pub mod machine;
 pub mod measure;
 pub mod memory;

@@ -1,8 +1,9 @@
 //! Running one pattern: ingest, flush, full compaction, queries.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::ingest::{self, Ingest};
 use crate::pace::Pace;
 use crate::queries::{CellRef, Form, Plan, QueryKind, read_cellardb};
 use crate::timing::{self, FormTiming};
@@ -249,8 +250,8 @@ pub(crate) fn measure(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<PatternReport> {
     let mut loaded = [Entrant::Here(Loaded::new(name, dir, engine, config, pattern))];
-    let measured =
-        loaded[0].load(config, pattern, progress).and_then(|()| time_queries(config, pattern, &mut loaded, progress));
+    let measured = load(config, pattern, &mut loaded, progress)
+        .and_then(|()| time_queries(config, pattern, &mut loaded, progress));
     let [loaded] = loaded;
     let report = loaded.finish();
     measured.and(report)
@@ -264,6 +265,11 @@ pub(crate) struct Loaded {
     report: PatternReport,
     /// The query parameters: every engine draws the same sequence.
     random: SplitMix64,
+    /// The ingest under way, between its turns (boxed, as `timing`).
+    ingest: Option<Box<Ingest>>,
+    /// Whether the ingest has ended and the database been flushed and
+    /// compacted: no more events go in.
+    settled: bool,
     /// The form being timed, between its batches (boxed: a database
     /// between forms carries none).
     timing: Option<Box<FormTiming>>,
@@ -293,7 +299,7 @@ impl Loaded {
             write_amplification: 0.0,
             queries: Vec::new(),
         };
-        Loaded { engine, dir, report, random: SplitMix64(config.seed), timing: None }
+        Loaded { engine, dir, report, random: SplitMix64(config.seed), ingest: None, settled: false, timing: None }
     }
 
     /// A fresh database of `engine` for `pattern` under `config.dir`.
@@ -358,53 +364,56 @@ impl Loaded {
     }
 
     /// Ingests the workload in `pattern`, flushes and fully compacts it,
-    /// recording what that took.
+    /// recording what that took: [`Loaded::ingest`] of every event, then
+    /// [`Loaded::settle`].
+    #[cfg(test)]
     pub(crate) fn load(
         &mut self,
         config: &LabConfig,
         pattern: SchemaPattern,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<()> {
-        let engine = &mut self.engine;
-        let w = config.workload;
-        let mut report = |stage, done, total| progress(Progress { pattern, stage, done, total });
-        let total = w.events_count();
-        let mut logical_bytes = 0;
-        // The first and last tenths are the same number of events.
-        let tenth = (total / 10).max(1);
-        let last_tenth_start = total.saturating_sub(tenth);
-        let (mut first_tenth, mut last_tenth_from) = (None, None);
-        // Events are made a batch at a time, off the clock, and the clock
-        // runs while the engine writes them: the generator's time (a
-        // quarter of the ingest's, on one-cell rows) is neither engine's.
-        let mut ingest = Duration::ZERO;
-        let mut events = (0u64..).zip(w.events()).peekable();
-        let mut batch = Vec::with_capacity(INGEST_BATCH);
-        while let Some(&(i, _)) = events.peek() {
-            if i == tenth {
-                first_tenth = Some(ingest);
-            }
-            if i == last_tenth_start {
-                last_tenth_from = Some(ingest);
-            }
-            // A batch ends where a tenth does, so the tenths are timed exactly.
-            let end = [tenth, last_tenth_start].into_iter().filter(|&b| b > i).min().unwrap_or(u64::MAX);
-            let len = (end - i).min(INGEST_BATCH as u64);
-            batch.extend(events.by_ref().take(usize::try_from(len).unwrap_or(INGEST_BATCH)).map(|(_, e)| {
-                let rows = pattern.mutations(&e);
-                logical_bytes += logical_size(pattern, &rows);
-                rows
-            }));
-            let started = Instant::now();
-            for rows in batch.drain(..) {
-                engine.write_event(rows)?;
-            }
-            ingest += started.elapsed();
-            report("ingest", i, total);
+        self.ingest(config, pattern, config.workload.events_count(), progress)?;
+        self.settle(pattern, progress)
+    }
+
+    /// Writes the workload's events not yet written whose index is below
+    /// `until`, in `pattern`: one turn of the ingest ([`ingest::turn_ends`]).
+    ///
+    /// # Errors
+    /// `Error::InvalidArgument` if the database was settled; the engine's.
+    pub(crate) fn ingest(
+        &mut self,
+        config: &LabConfig,
+        pattern: SchemaPattern,
+        until: u64,
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<()> {
+        if self.settled {
+            return Err(Error::InvalidArgument("events written to a database already flushed and compacted".into()));
         }
-        let ingest_tenths = (first_tenth.unwrap_or(ingest), ingest.saturating_sub(last_tenth_from.unwrap_or_default()));
+        let ingest = self.ingest.get_or_insert_with(|| Box::new(Ingest::new(&config.workload)));
+        ingest.write_until(&mut *self.engine, pattern, until, progress)
+    }
+
+    /// Ends the ingest, which must have written every event: flushes and
+    /// fully compacts the database, recording what the ingest took and the
+    /// bytes on disk after the flush.
+    ///
+    /// # Errors
+    /// `Error::InvalidArgument` if events are left to write; the engine's.
+    pub(crate) fn settle(&mut self, pattern: SchemaPattern, progress: &mut dyn FnMut(Progress<'_>)) -> Result<()> {
+        let ingest = self.ingest.as_mut().ok_or_else(|| {
+            let what = if self.settled { "a database settled twice" } else { "a database settled with no ingest" };
+            Error::InvalidArgument(what.into())
+        })?;
+        // An ingest with events left goes on: the refusal loses nothing.
+        let figures = ingest.figures()?;
+        (self.ingest, self.settled) = (None, true);
+        let engine = &mut self.engine;
+        let mut report = |stage, done, total| progress(Progress { pattern, stage, done, total });
         let stall = engine.stall_time();
-        report("ingest", total, total);
+        report("ingest", figures.events, figures.events);
         report("flush", 0, 1);
         engine.flush()?;
         let bytes_after_flush = allocated_bytes(&self.dir, |name| has_extension(name, "sst"))?;
@@ -412,16 +421,14 @@ impl Loaded {
         engine.compact()?;
         let written = engine.bytes_written()?;
         let report = &mut self.report;
+        let total = figures.events;
         (report.events, report.cells, report.measurements) = (total, total * pattern.cells_per_event(), total * 4);
-        (report.logical_bytes, report.bytes_after_flush) = (logical_bytes, bytes_after_flush);
-        (report.ingest, report.ingest_tenths, report.stall) = (ingest, ingest_tenths, stall);
-        report.write_amplification = written as f64 / logical_bytes.max(1) as f64;
+        (report.logical_bytes, report.bytes_after_flush) = (figures.logical_bytes, bytes_after_flush);
+        (report.ingest, report.ingest_tenths, report.stall) = (figures.elapsed, figures.tenths, stall);
+        report.write_amplification = written as f64 / figures.logical_bytes.max(1) as f64;
         Ok(())
     }
 }
-
-/// Events made ahead of being written, off the ingest's clock.
-const INGEST_BATCH: usize = 4096;
 
 /// An engine asked to time or end a form with none begun.
 fn no_form(what: &str) -> Error {
@@ -511,21 +518,6 @@ pub(crate) fn fleet_runs(samples: usize, fleet_samples: Option<usize>) -> usize 
     fleet_samples.map_or((samples / 20).max(3), |n| n.max(1))
 }
 
-/// Logical bytes of one event's rows, as `workload.md` defines them: per
-/// cell, row key + family + qualifier + value + 8.
-fn logical_size(pattern: SchemaPattern, rows: &[(String, Vec<Mutation>)]) -> u64 {
-    let family = pattern.family().len();
-    let mut total = 0;
-    for (row, mutations) in rows {
-        for m in mutations {
-            if let Mutation::SetCell { qualifier, value, .. } = m {
-                total += (row.len() + family + qualifier.len() + value.len() + 8) as u64;
-            }
-        }
-    }
-    total
-}
-
 /// An engine the lab measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Engine {
@@ -560,14 +552,17 @@ impl Engine {
 /// Where a round's engines run ([`run_rounds`]).
 #[derive(Clone, Copy)]
 pub enum Processes<'a> {
-    /// All in this process.
+    /// All in this process. The engines take the ingest in turns, but an
+    /// engine's background work runs on through the others' turns.
     This,
     /// Each engine's database, in each round and pattern, in a worker
     /// process of its own, started by the command this makes for the
-    /// engine and pattern: a program that calls [`crate::worker::serve`]
-    /// with the same [`LabConfig`] (`cellar lab` runs itself again).
-    /// Engines sharing a process share its heap and threads, and an engine
-    /// loaded second was seen to carry tails it does not show alone.
+    /// engine and pattern: a program that calls
+    /// [`crate::worker::serve_stdio`] with the same [`LabConfig`] (`cellar
+    /// lab` runs itself again). Engines sharing a process share its heap
+    /// and threads, and an engine loaded second was seen to carry tails it
+    /// does not show alone. A worker is stopped (`SIGSTOP`) outside its
+    /// turns of the ingest.
     Workers(&'a dyn Fn(Engine, SchemaPattern) -> std::process::Command),
 }
 
@@ -607,9 +602,9 @@ pub fn run_rounds(
     Ok(reports)
 }
 
-/// Opens and loads each of `engines` in turn into `loaded`, then times the
-/// queries on all of them; stops at the first error, leaving in `loaded`
-/// every engine opened.
+/// Opens each of `engines` into `loaded`, loads them ([`load`]), then
+/// times the queries on all of them; stops at the first error, leaving in
+/// `loaded` every engine opened.
 fn measure_round(
     config: &LabConfig,
     pattern: SchemaPattern,
@@ -618,15 +613,60 @@ fn measure_round(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<()> {
     for &engine in engines {
-        let mut this = match processes {
+        loaded.push(match processes {
             Processes::This => Entrant::Here(Loaded::open(config, engine, pattern)?),
             Processes::Workers(command) => Entrant::Apart(Worker::start(command(engine, pattern), engine, pattern)?),
-        };
-        let result = this.load(config, pattern, progress);
-        loaded.push(this);
-        result?;
+        });
     }
+    load(config, pattern, loaded, progress)?;
     time_queries(config, pattern, loaded, progress)
+}
+
+/// Loads each of `loaded` with the workload in `pattern`: the ingest in
+/// turns ([`ingest_in_turns`]), then each engine in turn settles (flushes
+/// and fully compacts).
+fn load(
+    config: &LabConfig,
+    pattern: SchemaPattern,
+    loaded: &mut [Entrant],
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<()> {
+    ingest_in_turns(config, pattern, loaded, progress)?;
+    loaded.iter_mut().try_for_each(|this| this.settle(pattern, progress))
+}
+
+/// Writes every event into each of `loaded` in turns: at each of
+/// [`ingest::turn_ends`], every engine writes the events up to it, the
+/// engines' order alternating from one turn to the next
+/// ([`turn_order`]). An engine in a worker process is stopped outside its
+/// turns, background threads and all ([`Worker::pause`]), so each
+/// engine's writes share the machine with its own flushes and compactions
+/// only, as when it is loaded alone, while a slow spell of the machine
+/// falls on both engines' ingest alike. Every worker is running again
+/// when this returns, whatever failed.
+fn ingest_in_turns(
+    config: &LabConfig,
+    pattern: SchemaPattern,
+    loaded: &mut [Entrant],
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<()> {
+    let mut take_turns = || -> Result<()> {
+        for this in loaded.iter_mut() {
+            this.pause()?;
+        }
+        for (turn, until) in ingest::turn_ends(config.workload.events_count()).into_iter().enumerate() {
+            for e in turn_order(loaded.len(), 0, turn) {
+                let this = &mut loaded[e];
+                this.resume()?;
+                this.ingest(config, pattern, until, progress)?;
+                this.pause()?;
+            }
+        }
+        Ok(())
+    };
+    let ingested = take_turns();
+    let resumed: Vec<Result<()>> = loaded.iter_mut().map(Entrant::resume).collect();
+    ingested.and(resumed.into_iter().collect())
 }
 
 /// An engine's database in a round: in this process, or in a worker
@@ -637,15 +677,38 @@ enum Entrant {
 }
 
 impl Entrant {
-    fn load(
+    fn ingest(
         &mut self,
         config: &LabConfig,
         pattern: SchemaPattern,
+        until: u64,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<()> {
         match self {
-            Entrant::Here(loaded) => loaded.load(config, pattern, progress),
-            Entrant::Apart(worker) => worker.load(progress),
+            Entrant::Here(loaded) => loaded.ingest(config, pattern, until, progress),
+            Entrant::Apart(worker) => worker.ingest(until, progress),
+        }
+    }
+
+    fn settle(&mut self, pattern: SchemaPattern, progress: &mut dyn FnMut(Progress<'_>)) -> Result<()> {
+        match self {
+            Entrant::Here(loaded) => loaded.settle(pattern, progress),
+            Entrant::Apart(worker) => worker.settle(progress),
+        }
+    }
+
+    /// Stops a worker's process; an engine in this process runs on.
+    fn pause(&mut self) -> Result<()> {
+        match self {
+            Entrant::Here(_) => Ok(()),
+            Entrant::Apart(worker) => worker.pause(),
+        }
+    }
+
+    fn resume(&mut self) -> Result<()> {
+        match self {
+            Entrant::Here(_) => Ok(()),
+            Entrant::Apart(worker) => worker.resume(),
         }
     }
 
@@ -761,6 +824,50 @@ mod tests {
         }
     }
 
+    /// An ingest taken in turns writes what one ingest does: the same
+    /// events, cells, logical bytes and bytes after compaction, and both
+    /// time their first and last tenths. A database settles once, with
+    /// every event written, and takes no events after.
+    #[test]
+    fn an_ingest_in_turns_loads_what_one_ingest_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = small_config(dir.path(), 4);
+        let pattern = SchemaPattern::SingleTsUnserialized;
+        let open = |name: &str| {
+            let config = LabConfig { dir: dir.path().join(name), ..config.clone() };
+            Loaded::open(&config, Engine::Cellardb, pattern).unwrap()
+        };
+        let err = open("none").settle(pattern, &mut |_| {}).unwrap_err().to_string();
+        assert!(err.contains("no ingest"), "{err}");
+        let mut whole = open("whole");
+        whole.load(&config, pattern, &mut |_| {}).unwrap();
+        let mut turns = open("turns");
+        let ends = ingest::turn_ends(config.workload.events_count());
+        assert!(ends.len() > 10, "{ends:?}");
+        let mut ingested = Vec::new();
+        for &until in &ends[..ends.len() - 1] {
+            turns.ingest(&config, pattern, until, &mut |p| ingested.push(p.done)).unwrap();
+        }
+        let err = turns.settle(pattern, &mut |_| {}).unwrap_err().to_string();
+        assert!(err.contains("ended after"), "{err}");
+        // The ingest lost nothing to the refused settle: it goes on.
+        turns.ingest(&config, pattern, ends[ends.len() - 1], &mut |p| ingested.push(p.done)).unwrap();
+        assert!(ingested.windows(2).all(|w| w[0] <= w[1]), "{ingested:?}");
+        turns.settle(pattern, &mut |_| {}).unwrap();
+        assert!(turns.settle(pattern, &mut |_| {}).unwrap_err().to_string().contains("settled twice"));
+        let err = turns.ingest(&config, pattern, u64::MAX, &mut |_| {}).unwrap_err().to_string();
+        assert!(err.contains("already flushed"), "{err}");
+        let (a, b) = (whole.finish().unwrap(), turns.finish().unwrap());
+        assert_eq!(
+            (a.events, a.cells, a.logical_bytes, a.bytes_after_compaction),
+            (b.events, b.cells, b.logical_bytes, b.bytes_after_compaction)
+        );
+        for r in [&a, &b] {
+            assert!(r.ingest_tenths.0 > Duration::ZERO && r.ingest_tenths.1 > Duration::ZERO);
+            assert!(r.ingest_tenths.0 + r.ingest_tenths.1 <= r.ingest);
+        }
+    }
+
     /// An engine times one form at a time: a batch with no form begun, a
     /// second form begun before the first ends, or a form ended with no
     /// run are errors, and the database's report takes no figures from
@@ -805,9 +912,7 @@ mod tests {
                 Entrant::Here(Loaded::open(&config, Engine::Cellardb, pattern).unwrap())
             })
             .collect();
-        for this in &mut loaded {
-            this.load(&config, pattern, &mut |_| {}).unwrap();
-        }
+        load(&config, pattern, &mut loaded, &mut |_| {}).unwrap();
         for _round in 0..2 {
             time_queries(&config, pattern, &mut loaded, &mut |_| {}).unwrap();
         }

@@ -32,8 +32,11 @@ use cellardb::{Error, Result};
 /// What a parent asks of its worker.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 enum Request {
-    /// Ingest the workload, flush and compact.
-    Load,
+    /// Write the events not yet written whose index is below this: a
+    /// turn of the ingest.
+    Ingest(u64),
+    /// End the ingest: flush and compact.
+    Settle,
     /// Begin timing a query in a form.
     Begin(QueryKind, Form),
     /// Time a batch of this many runs of the form begun, with the next
@@ -114,6 +117,21 @@ pub fn serve(
     broken.and(report.map(drop))
 }
 
+/// [`serve`] over this process's standard input and output: the body of
+/// a worker process. A worker is stopped between its turns of the ingest
+/// ([`crate::Processes::Workers`]); should its parent end meanwhile, the
+/// worker is continued (Linux's parent-death signal), finds its requests
+/// closed and removes its database, rather than waiting stopped for good.
+///
+/// # Errors
+/// As [`serve`].
+pub fn serve_stdio(config: &LabConfig, engine: Engine, pattern: SchemaPattern) -> Result<()> {
+    // Best effort: without it, a worker orphaned while stopped waits for
+    // a SIGCONT from someone else.
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::CONT));
+    serve(config, engine, pattern, std::io::stdin().lock(), std::io::stdout().lock())
+}
+
 fn parse(line: &str) -> Result<Request> {
     serde_json::from_str(line).map_err(|e| Error::InvalidArgument(format!("a lab worker's request {line:?}: {e}")))
 }
@@ -127,7 +145,8 @@ fn carry_out(
     replies: &mut impl Write,
 ) -> Result<()> {
     match request {
-        Request::Load => loaded.load(config, pattern, &mut |p| send_progress(replies, p)),
+        Request::Ingest(until) => loaded.ingest(config, pattern, until, &mut |p| send_progress(replies, p)),
+        Request::Settle => loaded.settle(pattern, &mut |p| send_progress(replies, p)),
         Request::Begin(kind, form) => loaded.begin((kind, form)),
         Request::Time(runs) => loaded.time(config, pattern, runs),
         Request::End => loaded.end(),
@@ -156,6 +175,8 @@ pub(crate) struct Worker {
     pattern: SchemaPattern,
     /// The worker's process; `None` for a worker served in this process.
     process: Option<Child>,
+    /// Whether the worker's process is stopped ([`Worker::pause`]).
+    stopped: bool,
     requests: Box<dyn Write>,
     replies: Box<dyn BufRead>,
 }
@@ -178,6 +199,7 @@ impl Worker {
             engine,
             pattern,
             process: Some(child),
+            stopped: false,
             requests: Box::new(requests),
             replies: Box::new(BufReader::new(replies)),
         })
@@ -192,12 +214,63 @@ impl Worker {
         engine: Engine,
         pattern: SchemaPattern,
     ) -> Worker {
-        Worker { engine, pattern, process: None, requests: Box::new(requests), replies: Box::new(replies) }
+        Worker {
+            engine,
+            pattern,
+            process: None,
+            stopped: false,
+            requests: Box::new(requests),
+            replies: Box::new(replies),
+        }
     }
 
-    /// Loads the workload into the worker's database.
-    pub(crate) fn load(&mut self, progress: &mut dyn FnMut(Progress<'_>)) -> Result<()> {
-        self.ask(Request::Load, progress).and_then(|reply| self.expect_done(reply))
+    /// Writes the events not yet written whose index is below `until`
+    /// into the worker's database: a turn of the ingest.
+    pub(crate) fn ingest(&mut self, until: u64, progress: &mut dyn FnMut(Progress<'_>)) -> Result<()> {
+        self.ask(Request::Ingest(until), progress).and_then(|reply| self.expect_done(reply))
+    }
+
+    /// Ends the worker's ingest: it flushes and compacts its database.
+    pub(crate) fn settle(&mut self, progress: &mut dyn FnMut(Progress<'_>)) -> Result<()> {
+        self.ask(Request::Settle, progress).and_then(|reply| self.expect_done(reply))
+    }
+
+    /// Stops the worker's process, every thread of it, and returns once
+    /// it has stopped (`SIGSTOP`, then waiting for the stop's notice): an
+    /// engine's background flushes and compactions wait while another
+    /// engine takes its turn. A worker served in this process, or already
+    /// stopped, is left as it is.
+    ///
+    /// # Errors
+    /// `Error::Io` naming the worker if it cannot be stopped or has ended.
+    pub(crate) fn pause(&mut self) -> Result<()> {
+        let Some(process) = self.process.as_ref().filter(|_| !self.stopped) else { return Ok(()) };
+        let pid = rustix::process::Pid::from_child(process);
+        let lost = |what: &str| failure(self.engine, self.pattern, what);
+        rustix::process::kill_process(pid, rustix::process::Signal::STOP)
+            .map_err(|e| lost(&format!("it could not be stopped: {e}")))?;
+        // The notice comes once every thread has stopped.
+        match rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::UNTRACED) {
+            Ok(Some((_, status))) if status.stopped() => {
+                self.stopped = true;
+                Ok(())
+            }
+            Ok(status) => Err(lost(&format!("it ended while being stopped ({status:?})"))),
+            Err(e) => Err(lost(&format!("its stop was not seen: {e}"))),
+        }
+    }
+
+    /// Lets a stopped worker's process run again (`SIGCONT`).
+    ///
+    /// # Errors
+    /// `Error::Io` naming the worker if it cannot be continued.
+    pub(crate) fn resume(&mut self) -> Result<()> {
+        let Some(process) = self.process.as_ref().filter(|_| self.stopped) else { return Ok(()) };
+        let pid = rustix::process::Pid::from_child(process);
+        rustix::process::kill_process(pid, rustix::process::Signal::CONT)
+            .map_err(|e| failure(self.engine, self.pattern, &format!("it could not be continued: {e}")))?;
+        self.stopped = false;
+        Ok(())
     }
 
     /// Begins timing query `kind` in `form` on the worker's database.
@@ -222,7 +295,7 @@ impl Worker {
     /// Has the worker close and remove its database, waits for it to end,
     /// and returns its report.
     pub(crate) fn finish(mut self) -> Result<PatternReport> {
-        let reply = self.ask(Request::Finish, &mut |_| {});
+        let reply = self.resume().and_then(|()| self.ask(Request::Finish, &mut |_| {}));
         drop(self.requests);
         if let Some(mut process) = self.process.take() {
             let status = process.wait().map_err(|e| Error::io(worker_name(self.engine, self.pattern), e))?;
@@ -317,14 +390,20 @@ mod tests {
         (Worker::over(requests_out, BufReader::new(replies_in), Engine::Cellardb, pattern), served)
     }
 
+    /// The whole ingest in one turn, then the flush and compaction.
+    fn load(worker: &mut Worker, progress: &mut dyn FnMut(Progress<'_>)) -> Result<()> {
+        worker.ingest(u64::MAX, progress)?;
+        worker.settle(progress)
+    }
+
     fn forms() -> impl Iterator<Item = (QueryKind, Form)> {
         QueryKind::ALL.into_iter().flat_map(|kind| kind.forms().iter().map(move |&form| (kind, form)))
     }
 
-    /// A worker loads, times and reports as an engine in this process does
-    /// with the same configuration: the same figures of what was written
-    /// and read, query by query, its progress passed on, and its database
-    /// removed at the end.
+    /// A worker loads in turns, times and reports as an engine in this
+    /// process, loaded in one go, does with the same configuration: the
+    /// same figures of what was written and read, query by query, its
+    /// progress passed on, and its database removed at the end.
     #[test]
     fn a_worker_reports_what_the_same_engine_in_this_process_would() {
         let dir = tempfile::tempdir().unwrap();
@@ -332,7 +411,10 @@ mod tests {
         let (here, apart) = (config(&dir.path().join("here")), config(&dir.path().join("apart")));
         let (mut worker, served) = worker_on_thread(apart.clone(), pattern);
         let mut stages = Vec::new();
-        worker.load(&mut |p| stages.push(p.stage.to_owned())).unwrap();
+        for until in crate::ingest::turn_ends(apart.workload.events_count()) {
+            worker.ingest(until, &mut |p| stages.push(p.stage.to_owned())).unwrap();
+        }
+        worker.settle(&mut |p| stages.push(p.stage.to_owned())).unwrap();
         assert!(["ingest", "flush", "compact"].iter().all(|s| stages.iter().any(|t| t == s)), "{stages:?}");
         let mut local = Loaded::open(&here, Engine::Cellardb, pattern).unwrap();
         local.load(&here, pattern, &mut |_| {}).unwrap();
@@ -366,6 +448,43 @@ mod tests {
         assert!(!apart.dir.join("cellardb-bucket-new-cell").exists());
     }
 
+    /// A paused worker's process is stopped, every thread of it, until it
+    /// is resumed; pausing or resuming twice is harmless. (`cat` stands in
+    /// for a worker: what is paused is the process.)
+    #[test]
+    fn a_paused_worker_is_stopped_until_resumed() {
+        let mut worker = Worker::start(Command::new("cat"), Engine::Cellardb, SchemaPattern::BucketNewCell).unwrap();
+        let pid = worker.process.as_ref().unwrap().id();
+        // Each thread's state, the third field of its stat line.
+        let states = || -> Vec<char> {
+            let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+            tasks
+                .map(|t| {
+                    let stat = std::fs::read_to_string(t.unwrap().path().join("stat")).unwrap();
+                    stat.rsplit_once(") ").unwrap().1.chars().next().unwrap()
+                })
+                .collect()
+        };
+        assert!(states().iter().all(|&s| s != 'T'), "{:?}", states());
+        for _ in 0..2 {
+            worker.pause().unwrap();
+            worker.pause().unwrap();
+            assert!(states().iter().all(|&s| s == 'T'), "{:?}", states());
+            worker.resume().unwrap();
+            worker.resume().unwrap();
+            // SIGCONT is delivered at once, but the thread runs when next
+            // scheduled: wait for it to leave the stopped state.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while states().contains(&'T') && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            assert!(states().iter().all(|&s| s != 'T'), "{:?}", states());
+        }
+        // Its input closed, `cat` ends.
+        drop(worker.requests);
+        assert!(worker.process.take().unwrap().wait().unwrap().success());
+    }
+
     /// A worker that cannot make its database says so, named, to each
     /// request; a parent that hangs up, or sends what does not parse,
     /// leaves no database behind.
@@ -376,14 +495,14 @@ mod tests {
         let file = dir.path().join("a-file");
         std::fs::write(&file, b"not a directory").unwrap();
         let (mut worker, served) = worker_on_thread(config(&file), pattern);
-        let err = worker.load(&mut |_| {}).unwrap_err().to_string();
+        let err = load(&mut worker, &mut |_| {}).unwrap_err().to_string();
         assert!(err.contains("cellardb worker of single-ts-serialized"), "{err}");
         assert!(worker.finish().is_err());
         assert!(served.join().unwrap().is_err());
 
         let apart = config(dir.path());
         let (mut worker, served) = worker_on_thread(apart.clone(), pattern);
-        worker.load(&mut |_| {}).unwrap();
+        load(&mut worker, &mut |_| {}).unwrap();
         assert!(dir.path().join("cellardb-single-ts-serialized").exists());
         drop(worker);
         served.join().unwrap().unwrap();
@@ -391,7 +510,7 @@ mod tests {
 
         // A request that does not parse ends the worker, and its database.
         let (mut worker, served) = worker_on_thread(apart, pattern);
-        worker.load(&mut |_| {}).unwrap();
+        load(&mut worker, &mut |_| {}).unwrap();
         worker.requests.write_all(b"{\"Begin\":[\"NoSuchQuery\",\"Natural\"]}\n").unwrap();
         let err = served.join().unwrap().unwrap_err().to_string();
         assert!(err.contains("a lab worker's request"), "{err}");

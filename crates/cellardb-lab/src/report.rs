@@ -281,10 +281,12 @@ pub fn markdown(reports: &[PatternReport], config: &LabConfig, machine: &Machine
         "Settings: durability {:?}, block size {} bytes{}, compression {}, block cache {} MiB, {}, {rounds} \
          round(s). Each figure is the median over the rounds, with the \
          smallest and largest in brackets when they differ. Bytes are allocated on disk, the write-ahead \
-         log excluded. Write amplification: bytes written (log, flushes, compaction) per logical byte, over \
-         ingest, flush and full compaction. Last ÷ first tenth: the ingest rate over the last tenth of the \
-         events divided by the rate over the first tenth (1.00: the rate holds as the data grows). Stall: \
-         seconds writers waited for flushes or compactions during ingest.\n",
+         log excluded. Ingest: wall time of an engine's writes, the engines taking the events in up to 100 \
+         turns (a worker process stopped outside its turns). Write amplification: bytes written (log, \
+         flushes, compaction) per logical byte, over ingest, flush and full compaction. Last ÷ first \
+         tenth: the ingest rate over the last tenth of the events divided by the rate over the first tenth \
+         (1.00: the rate holds as the data grows). Stall: seconds writers waited for flushes or compactions \
+         during ingest.\n",
         o.get_durability(),
         o.get_block_size(),
         o.get_block_entries().map(|n| format!(" (at most {n} entries)")).unwrap_or_default(),

@@ -2,8 +2,8 @@
 //!
 //! A round loads every engine with the same events. Loaded one engine
 //! after the other, a slow spell of the machine (a virtual machine's CPUs
-//! have them, lasting seconds) falls on one engine's ingest and not the
-//! other's, and the ratio of their rates moves with it. So a round hands
+//! have them) can fall on one engine's ingest and not the other's, and
+//! the ratio of their rates moves with it. So a round hands
 //! out the ingest in turns ([`turn_ends`]): each engine writes the next
 //! slice of the events, then the next engine writes the same slice, the
 //! engines' order alternating from one turn to the next. An [`Ingest`]

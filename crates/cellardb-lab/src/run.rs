@@ -473,10 +473,11 @@ fn time_queries(
 }
 
 /// The order in which the `n` engines of a round, in the order they were
-/// loaded, run batch `batch` of the query form numbered `form`: loaded
+/// opened, run batch `batch` of the query form numbered `form` (the
+/// ingest's turns are batches of a form 0 of their own): opened
 /// order when `form + batch` is even, reversed when it is odd. So within
 /// a form the engines go A B, B A, A B..., and each form's first batch
-/// starts with the engine the previous form's did not. The load order is
+/// starts with the engine the previous form's did not. The opening order is
 /// itself reversed from one round to the next ([`load_order`]), so each
 /// form's first engine alternates from round to round as well.
 /// (Reversing here by round too would undo that: each form would then run
@@ -865,6 +866,34 @@ mod tests {
         for r in [&a, &b] {
             assert!(r.ingest_tenths.0 > Duration::ZERO && r.ingest_tenths.1 > Duration::ZERO);
             assert!(r.ingest_tenths.0 + r.ingest_tenths.1 <= r.ingest);
+        }
+    }
+
+    /// Engines in one round take the ingest in turns: each turn's events
+    /// go into every engine before the next turn's go into any (each
+    /// turn here is one batch, so one progress report each).
+    #[test]
+    fn engines_take_the_ingest_in_turns() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = small_config(dir.path(), 4);
+        let pattern = SchemaPattern::BucketSerialized;
+        let mut loaded: Vec<Entrant> = ["a", "b"]
+            .into_iter()
+            .map(|name| {
+                let config = LabConfig { dir: dir.path().join(name), ..config.clone() };
+                Entrant::Here(Loaded::open(&config, Engine::Cellardb, pattern).unwrap())
+            })
+            .collect();
+        let mut starts = Vec::new();
+        ingest_in_turns(&config, pattern, &mut loaded, &mut |p| starts.push(p.done)).unwrap();
+        let ends = ingest::turn_ends(config.workload.events_count());
+        let turn_starts = std::iter::once(0).chain(ends.iter().copied()).take(ends.len());
+        let expected: Vec<u64> = turn_starts.flat_map(|s| [s, s]).collect();
+        assert_eq!(starts, expected);
+        for this in loaded {
+            let Entrant::Here(mut this) = this else { unreachable!("both engines are in this process") };
+            this.settle(pattern, &mut |_| {}).unwrap();
+            assert_eq!(this.finish().unwrap().events, config.workload.events_count());
         }
     }
 

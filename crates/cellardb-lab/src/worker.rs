@@ -7,9 +7,11 @@
 //! not show loaded first, nor loaded alone (`docs/results-log.md`). So
 //! `cellar lab` starts a worker process for each engine's database
 //! ([`crate::Processes::Workers`]) while the parent keeps the round's
-//! order: which engine loads first, which runs each query form first. The
-//! worker loads and times; the parent waits on a pipe meanwhile, so every
-//! figure is the worker's own.
+//! order: which engine writes each turn of the ingest first, which runs
+//! each query form first. The worker loads and times; the parent waits on
+//! a pipe meanwhile, so every figure is the worker's own. During the
+//! ingest the parent also stops each worker outside its turns
+//! ([`serve_stdio`]).
 //!
 //! The conversation is JSON, one message a line. The parent writes a
 //! [`Request`] to the worker's standard input; the worker answers on its
@@ -250,7 +252,13 @@ impl Worker {
         rustix::process::kill_process(pid, rustix::process::Signal::STOP)
             .map_err(|e| lost(&format!("it could not be stopped: {e}")))?;
         // The notice comes once every thread has stopped.
-        match rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::UNTRACED) {
+        let waited = loop {
+            match rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::UNTRACED) {
+                Err(rustix::io::Errno::INTR) => {}
+                waited => break waited,
+            }
+        };
+        match waited {
             Ok(Some((_, status))) if status.stopped() => {
                 self.stopped = true;
                 Ok(())

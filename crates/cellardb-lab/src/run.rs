@@ -813,6 +813,18 @@ mod tests {
 
     /// A run of two balloons for a day under `dir`, `samples` runs a point
     /// query.
+    /// Two cellardb databases of `pattern` in this process, as a round's
+    /// two engines.
+    fn two_in_this_process(dir: &Path, config: &LabConfig, pattern: SchemaPattern) -> Vec<Entrant> {
+        ["a", "b"]
+            .into_iter()
+            .map(|name| {
+                let config = LabConfig { dir: dir.join(name), ..config.clone() };
+                Entrant::Here(Loaded::open(&config, Engine::Cellardb, pattern).unwrap())
+            })
+            .collect()
+    }
+
     fn small_config(dir: &Path, samples: usize) -> LabConfig {
         LabConfig {
             workload: Workload::new(2, 1),
@@ -877,13 +889,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let config = small_config(dir.path(), 4);
         let pattern = SchemaPattern::BucketSerialized;
-        let mut loaded: Vec<Entrant> = ["a", "b"]
-            .into_iter()
-            .map(|name| {
-                let config = LabConfig { dir: dir.path().join(name), ..config.clone() };
-                Entrant::Here(Loaded::open(&config, Engine::Cellardb, pattern).unwrap())
-            })
-            .collect();
+        let mut loaded = two_in_this_process(dir.path(), &config, pattern);
         let mut starts = Vec::new();
         ingest_in_turns(&config, pattern, &mut loaded, &mut |p| starts.push(p.done)).unwrap();
         let ends = ingest::turn_ends(config.workload.events_count());
@@ -934,13 +940,7 @@ mod tests {
         // Point queries in two batches.
         let config = small_config(dir.path(), 25);
         let pattern = SchemaPattern::BucketNewCell;
-        let mut loaded: Vec<Entrant> = ["a", "b"]
-            .into_iter()
-            .map(|name| {
-                let config = LabConfig { dir: dir.path().join(name), ..config.clone() };
-                Entrant::Here(Loaded::open(&config, Engine::Cellardb, pattern).unwrap())
-            })
-            .collect();
+        let mut loaded = two_in_this_process(dir.path(), &config, pattern);
         load(&config, pattern, &mut loaded, &mut |_| {}).unwrap();
         for _round in 0..2 {
             time_queries(&config, pattern, &mut loaded, &mut |_| {}).unwrap();

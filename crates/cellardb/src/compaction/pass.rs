@@ -32,7 +32,8 @@
 //! `tests/compaction.rs` and the unit tests here check that a compaction
 //! writes the same entries with and without passing rows through.
 
-use super::job::{Job, NewWriter, Sink};
+use super::job::Job;
+use super::output::{NewWriter, Sink};
 use crate::Result;
 use crate::iter::MergingIter;
 use crate::key::{EntryKind, EntryRef};

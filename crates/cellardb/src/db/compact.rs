@@ -16,7 +16,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::{Core, EngineState};
-use crate::compaction::job::{Job, LeftOut, Output};
+use crate::compaction::job::{Job, LeftOut};
+use crate::compaction::output::Output;
 use crate::compaction::picker::{self, Choice, FileInfo};
 use crate::manifest::{ManifestState, SstMeta};
 use crate::model::cell::now_micros;

@@ -1,5 +1,8 @@
-//! The SSTable's framing: block handles, block trailers and the footer.
+//! The SSTable's framing: block handles, block trailers and the footer,
+//! and a data block as stored.
 //! Specified in `docs/format/sstable.md`.
+
+use bytes::Bytes;
 
 use crate::coding::{Cursor, DecodeError, crc32};
 
@@ -200,6 +203,20 @@ pub fn check_trailer(stored: &[u8], trailer: &[u8]) -> Result<BlockCompression, 
         return Err(DecodeError::new(0, "block checksum mismatch"));
     }
     BlockCompression::from_tag(tag).ok_or(DecodeError::new(0, "unknown block compression"))
+}
+
+/// A data block as stored in its file, its checksum checked.
+pub(crate) struct StoredBlock {
+    /// The stored bytes, without the trailer.
+    pub bytes: Bytes,
+    /// How they are compressed.
+    pub compression: BlockCompression,
+    /// Bytes once decompressed.
+    pub raw_len: u32,
+    /// Entries in the block.
+    pub entries: u32,
+    /// The file's dictionary, if the block is compressed with it.
+    pub dictionary: Option<Bytes>,
 }
 
 #[cfg(test)]

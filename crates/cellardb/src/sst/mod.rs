@@ -20,6 +20,7 @@ mod dictionary;
 pub mod format;
 pub(crate) mod index;
 mod iter;
+mod last_key;
 mod props;
 mod reader;
 mod writer;

@@ -13,9 +13,9 @@ use super::Properties;
 use super::block::{BlockPart, DecodedBlock};
 use super::bloom::{self, BloomSummary, RowFilter};
 use super::dictionary::{ReaderDictionary, zstd_error};
-use super::format::{BlockCompression, BlockHandle, Footer, MAX_RAW_BLOCK, TRAILER_LEN, check_trailer};
+use super::format::{BlockCompression, BlockHandle, Footer, MAX_RAW_BLOCK, StoredBlock, TRAILER_LEN, check_trailer};
 use super::index::{self, IndexEntry, IndexKeys};
-use super::writer::LastKey;
+use super::last_key::LastKey;
 use crate::cache::{BlockCache, Lookup};
 use crate::coding::DecodeError;
 use crate::key::InternalKey;
@@ -477,20 +477,6 @@ pub struct CheckReport {
     pub cells: u64,
     /// Every fault found, in file order.
     pub faults: Vec<Error>,
-}
-
-/// A data block as stored in its file, its checksum checked.
-pub(crate) struct StoredBlock {
-    /// The stored bytes, without the trailer.
-    pub bytes: Bytes,
-    /// How they are compressed.
-    pub compression: BlockCompression,
-    /// Bytes once decompressed.
-    pub raw_len: u32,
-    /// Entries in the block.
-    pub entries: u32,
-    /// The file's dictionary, if the block is compressed with it.
-    pub dictionary: Option<Bytes>,
 }
 
 /// A block as stored, its checksum checked.

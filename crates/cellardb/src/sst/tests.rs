@@ -413,7 +413,7 @@ fn check_reports_entries_out_of_order_and_goes_on_past_them() {
         let mut raw = Vec::new();
         builder.finish(&mut raw);
         let decoded = super::DecodedBlock::decode(&raw).unwrap();
-        let stored = super::reader::StoredBlock {
+        let stored = super::format::StoredBlock {
             raw_len: raw.len() as u32,
             bytes: raw.into(),
             compression: super::format::BlockCompression::Raw,

@@ -17,8 +17,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::compaction::job::{Job, LeftOut, Ran};
+use crate::compaction::job::{Job, LeftOut};
 use crate::compaction::picker::OutputLayout;
+use crate::compaction::run::Ran;
 use crate::fs::{Fs, MemFs};
 use crate::key::{Entry, EntryKind};
 use crate::model::{GcRule, RangeDrop};

@@ -203,8 +203,8 @@ impl DecodedBlock {
 
 /// A block decode's working buffers, kept per thread so that decoding a
 /// block allocates only what the decoded block keeps: a cache miss on a
-/// point read is mostly decode, and fresh buffers for every decode cost a
-/// third of it in the allocator and in page faults.
+/// point read is mostly decode, and fresh buffers for every decode would
+/// spend part of it in the allocator and in page faults.
 #[derive(Default)]
 pub(super) struct Scratch {
     /// Per-entry integers on their way into a [`Field`].
